@@ -1,0 +1,171 @@
+//! Counts, not times: key lengths after 10,000 operations of each pattern, with and
+//! without the cap, and rows written per insert for 100,000 inserts into one gap under
+//! the Whole and Window policies, beside the seeds' figures (the baseline).
+//!
+//! Run: `cargo bench -p ordered-core --bench planner` (add `-- --quick` for 10x fewer
+//! operations). Writes `target/ordered-core-planner.md`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::fmt::Write as _;
+
+use ordered_core::key::{self, Alphabet};
+use ordered_core::model::Store;
+use ordered_core::{Fractional, Gapped, Placement, PositionStrategy, RebalancePolicy, Spec};
+
+fn spec(strategy: &'static dyn PositionStrategy, policy: RebalancePolicy) -> Spec {
+    Spec {
+        table: "t",
+        id: "id",
+        parent: "p",
+        position: "pos",
+        parent_table: "ps",
+        parent_id: "id",
+        version: None,
+        unique: None,
+        strategy,
+        policy,
+    }
+}
+
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % (n as u64 + 1)) as usize
+    }
+}
+
+/// The index each pattern inserts at, given the current length.
+fn index(pattern: &str, len: usize, rng: &mut Rng) -> usize {
+    match pattern {
+        "append" => len,
+        "prepend" => 0,
+        "random" => rng.below(len),
+        _ => len.min(1), // hot gap: always right after the first item
+    }
+}
+
+/// Longest key after `n` uncapped inserts with `key_between` (the reference algorithm).
+fn uncapped(pattern: &str, n: usize) -> (usize, f64) {
+    let mut keys: Vec<String> = Vec::new();
+    let mut rng = Rng(42);
+    for _ in 0..n {
+        let i = index(pattern, keys.len(), &mut rng);
+        let a = i.checked_sub(1).map(|j| keys[j].as_str());
+        let b = keys.get(i).map(String::as_str);
+        let k = key::key_between(a, b).expect("valid neighbours");
+        keys.insert(i, k);
+    }
+    let max = keys.iter().map(String::len).max().unwrap_or(0);
+    let avg = keys.iter().map(String::len).sum::<usize>() as f64 / keys.len().max(1) as f64;
+    (max, avg)
+}
+
+/// Inserts through the planner (cap 64, Window) and reports the longest key.
+fn capped(pattern: &str, n: usize) -> (usize, u64) {
+    static F: Fractional = Fractional::new(Alphabet::BASE62, 64);
+    let mut store = Store::new(spec(&F, RebalancePolicy::Window));
+    let mut rng = Rng(42);
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        let i = index(pattern, ids.len(), &mut rng);
+        let at = if i == 0 {
+            Placement::First
+        } else {
+            Placement::After(ids[i - 1])
+        };
+        let id = store.insert(1, at).expect("insert");
+        ids.insert(i, id);
+    }
+    let max = store
+        .list(1)
+        .iter()
+        .filter_map(|r| r.position.as_key().map(str::len))
+        .max()
+        .unwrap_or(0);
+    (max, store.stats().relabels)
+}
+
+fn hot_gap_rows(
+    strategy: &'static dyn PositionStrategy,
+    policy: RebalancePolicy,
+    n: usize,
+) -> (f64, u64, u64) {
+    let mut store = Store::new(spec(strategy, policy));
+    let a = store.insert(1, Placement::Last).expect("insert");
+    store.insert(1, Placement::Last).expect("insert");
+    for _ in 0..n {
+        store.insert(1, Placement::After(a)).expect("insert");
+    }
+    let s = store.stats();
+    (
+        s.rows_written as f64 / s.ops as f64,
+        s.relabels,
+        s.relabelled,
+    )
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (n_keys, n_hot) = if quick {
+        (1_000, 10_000)
+    } else {
+        (10_000, 100_000)
+    };
+    let mut md = String::new();
+    let _ = writeln!(md, "## Key length after {n_keys} inserts (base 62)\n");
+    let _ = writeln!(
+        md,
+        "| pattern | reference algorithm, uncapped: max / avg | seeds' figure (reference 4.0.0) | ours, cap 64, Window: max | re-keys |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for (pattern, seed) in [
+        ("append", "4 (c1aH)"),
+        ("prepend", "-"),
+        ("random", "-"),
+        ("hot", "1,669"),
+    ] {
+        let (umax, uavg) = uncapped(pattern, n_keys);
+        let (cmax, relabels) = capped(pattern, n_keys);
+        let _ = writeln!(
+            md,
+            "| {pattern} | {umax} / {uavg:.1} | {seed} | {cmax} | {relabels} |"
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\n## Rows written per insert, {n_hot} inserts into one gap\n"
+    );
+    let _ = writeln!(
+        md,
+        "| strategy | policy | rows per insert | relabels | rows relabelled |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    static G8: Gapped = Gapped::new(8);
+    static F64: Fractional = Fractional::DEFAULT;
+    let strategies: [(&str, &'static dyn PositionStrategy); 3] = [
+        ("gapped, spacing 1024", &Gapped::DEFAULT),
+        ("gapped, spacing 8", &G8),
+        ("fractional, cap 64", &F64),
+    ];
+    for (name, s) in strategies {
+        for (pname, policy) in [
+            ("Whole", RebalancePolicy::Whole),
+            ("Window", RebalancePolicy::Window),
+        ] {
+            let (per, relabels, rows) = hot_gap_rows(s, policy, n_hot);
+            let _ = writeln!(md, "| {name} | {pname} | {per:.2} | {relabels} | {rows} |");
+            eprintln!("  {name} / {pname}: {per:.2} rows per insert");
+        }
+    }
+    println!("{md}");
+    let _ = std::fs::create_dir_all("../target");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ordered-core-planner.md");
+    if let Err(e) = std::fs::write(&path, &md) {
+        eprintln!("could not write {}: {e}", path.display());
+    }
+}

@@ -1,0 +1,333 @@
+//! The protocol as a state machine with no I/O: the adapters feed it the results of the
+//! statements it asks for, in a loop, inside one transaction.
+//!
+//! ```
+//! use ordered_core::{Action, Dialect, Gapped, Operation, Placement, RebalancePolicy, Reply, Request, Spec};
+//!
+//! const TRACKS: Spec = Spec {
+//!     table: "tracks", id: "id", parent: "playlist_id", position: "position",
+//!     parent_table: "playlists", parent_id: "id", version: None, unique: None,
+//!     strategy: &Gapped::DEFAULT, policy: RebalancePolicy::Window,
+//! };
+//! let mut op = Operation::new(TRACKS, Dialect::Sqlite, Request::Insert { parent: 1, at: Placement::Last });
+//! // 1. lock the parent (SQLite: inside BEGIN IMMEDIATE, a read of the parent row)
+//! let Action::Execute(lock) = op.next(Reply::None)? else { unreachable!() };
+//! assert!(lock.sql.starts_with("SELECT"));
+//! // the parent exists, at version 0
+//! let Action::Execute(read) = op.next(Reply::Parents(vec![(1, 0)]))? else { unreachable!() };
+//! assert!(read.sql.contains("ORDER BY \"position\" DESC"));
+//! // the list is empty: the caller inserts its row at the first position
+//! let Action::Insert { parent, position } = op.next(Reply::Rows(vec![]))? else { unreachable!() };
+//! assert_eq!((parent, position), (1, 1024.into()));
+//! let Action::Done(outcome) = op.next(Reply::Inserted)? else { unreachable!() };
+//! assert_eq!(outcome.rows_written, 1);
+//! # Ok::<(), ordered_core::Error>(())
+//! ```
+
+use std::collections::VecDeque;
+
+use crate::Id;
+use crate::error::Error;
+use crate::plan::{self, Plan, Read, Reads, Request, Row, Step};
+use crate::position::Position;
+use crate::spec::Spec;
+use crate::sql::{self, Dialect, Returns, Statement};
+
+/// What the adapter must do next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Execute this statement and reply with its result
+    /// ([`Reply::Rows`], [`Reply::Parents`], [`Reply::Count`] or [`Reply::Affected`],
+    /// following [`Statement::returns`]).
+    Execute(Statement),
+    /// Run the caller's own insert of the new row with this collection and position,
+    /// then reply [`Reply::Inserted`].
+    Insert {
+        /// The collection.
+        parent: Id,
+        /// The position.
+        position: Position,
+    },
+    /// The operation is complete: commit.
+    Done(Outcome),
+}
+
+/// The result of the last action.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Nothing (the first call).
+    None,
+    /// Item rows.
+    Rows(Vec<Row>),
+    /// Parent rows `(id, version)`.
+    Parents(Vec<(Id, i64)>),
+    /// A count.
+    Count(i64),
+    /// Rows affected by a statement that returns nothing.
+    Affected(u64),
+    /// The caller's insert ran.
+    Inserted,
+}
+
+/// What an operation did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Outcome {
+    /// The item's final position (inserts and moves).
+    pub position: Option<Position>,
+    /// The collection's version after this operation (with a version column): clients
+    /// send it back as the expected version of their next write.
+    pub version: Option<i64>,
+    /// Rows written, the caller's insert included.
+    pub rows_written: u64,
+    /// Rows relabelled besides the item itself.
+    pub relabelled: u64,
+    /// Statements executed.
+    pub statements: u32,
+}
+
+/// Test-only switches that turn off parts of the protocol, so that the reliability
+/// suite can show that its checks catch the failures they guard against.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Controls {
+    /// Lock parents in request order instead of increasing id order.
+    pub lock_in_request_order: bool,
+    /// Lock with a plain `SELECT ... FOR UPDATE` and do not bump the version.
+    pub skip_version_bump: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Discover,
+    Locked,
+    Planning,
+    Writing,
+    Finish,
+}
+
+#[derive(Debug, Clone)]
+enum Awaiting {
+    Nothing,
+    Read(Read),
+    Lock(Id),
+    Write,
+    Insert,
+}
+
+/// One ordering operation in flight. See the module docs.
+#[derive(Debug, Clone)]
+pub struct Operation {
+    spec: Spec,
+    dialect: Dialect,
+    req: Request,
+    expected: Option<i64>,
+    controls: Controls,
+    phase: Phase,
+    awaiting: Awaiting,
+    queue: VecDeque<(Statement, Awaiting)>,
+    reads: Reads,
+    locked: Vec<Id>,
+    primary: Option<Id>,
+    versions: Vec<(Id, i64)>,
+    plan: Option<Plan>,
+    statements: u32,
+    log: Option<Statement>,
+}
+
+impl Operation {
+    /// An operation for `req` on the table described by `spec`.
+    pub fn new(spec: Spec, dialect: Dialect, req: Request) -> Self {
+        Operation {
+            spec,
+            dialect,
+            req,
+            expected: None,
+            controls: Controls::default(),
+            phase: Phase::Discover,
+            awaiting: Awaiting::Nothing,
+            queue: VecDeque::new(),
+            reads: Reads::new(),
+            locked: Vec::new(),
+            primary: None,
+            versions: Vec::new(),
+            plan: None,
+            statements: 0,
+            log: None,
+        }
+    }
+
+    /// Refuses the operation with [`Error::VersionConflict`] unless the collection is at
+    /// this version (needs a version column).
+    pub fn expect_version(mut self, version: Option<i64>) -> Self {
+        self.expected = version;
+        self
+    }
+
+    #[doc(hidden)]
+    pub fn with_controls(mut self, controls: Controls) -> Self {
+        self.controls = controls;
+        self
+    }
+
+    /// A statement to run as the last one of the operation, while the locks are held
+    /// (the reliability suite's operations log).
+    #[doc(hidden)]
+    pub fn with_final_statement(mut self, stmt: Statement) -> Self {
+        self.log = Some(stmt);
+        self
+    }
+
+    /// The request.
+    pub fn request(&self) -> &Request {
+        &self.req
+    }
+
+    /// The parents locked so far, in lock order.
+    pub fn locked(&self) -> &[Id] {
+        &self.locked
+    }
+
+    /// The plan, once made.
+    pub fn plan(&self) -> Option<&Plan> {
+        self.plan.as_ref()
+    }
+
+    /// Advances the operation with the result of the previous action.
+    pub fn next(&mut self, reply: Reply) -> Result<Action, Error> {
+        match std::mem::replace(&mut self.awaiting, Awaiting::Nothing) {
+            Awaiting::Read(q) => match reply {
+                Reply::Rows(rows) => self.reads.insert(q, rows),
+                other => return Err(unexpected("rows", &other)),
+            },
+            Awaiting::Lock(p) => match reply {
+                Reply::Parents(rows) => match rows.first() {
+                    Some(&(_, v)) => self.versions.push((p, v)),
+                    None => return Err(Error::ParentNotFound { parent: p }),
+                },
+                other => return Err(unexpected("parent rows", &other)),
+            },
+            Awaiting::Write | Awaiting::Insert | Awaiting::Nothing => {}
+        }
+        loop {
+            if let Some((stmt, aw)) = self.queue.pop_front() {
+                self.awaiting = aw;
+                self.statements += 1;
+                return Ok(Action::Execute(stmt));
+            }
+            match self.phase {
+                Phase::Discover => match plan::parents_to_lock(&self.req, &self.reads) {
+                    Err(Step::Read(q)) => return Ok(self.emit_read(q, false)),
+                    Err(Step::Fail(e)) => return Err(e),
+                    Ok(mut ps) => {
+                        if self.controls.lock_in_request_order {
+                            ps = self.request_order(ps);
+                        }
+                        self.primary = plan::primary_parent(&self.req, &ps, &self.reads);
+                        let bump = !self.controls.skip_version_bump;
+                        for &p in &ps {
+                            let stmts = sql::lock_parent(self.dialect, &self.spec, p, bump);
+                            for s in stmts {
+                                let aw = if s.returns == Returns::Parent {
+                                    Awaiting::Lock(p)
+                                } else {
+                                    Awaiting::Write
+                                };
+                                self.queue.push_back((s, aw));
+                            }
+                        }
+                        self.locked = ps;
+                        self.phase = Phase::Locked;
+                    }
+                },
+                Phase::Locked => {
+                    if let (Some(expected), Some(p)) = (self.expected, self.primary) {
+                        let actual = self
+                            .versions
+                            .iter()
+                            .find(|(q, _)| *q == p)
+                            .map_or(0, |(_, v)| *v);
+                        if actual != expected {
+                            return Err(Error::VersionConflict {
+                                parent: p,
+                                expected,
+                                actual,
+                            });
+                        }
+                    }
+                    // reads taken before the lock may be stale: start over
+                    self.reads.clear();
+                    self.phase = Phase::Planning;
+                }
+                Phase::Planning => {
+                    match plan::plan(&self.spec, &self.req, &self.reads, &self.locked) {
+                        Err(Step::Read(q)) => return Ok(self.emit_read(q, true)),
+                        Err(Step::Fail(e)) => return Err(e),
+                        Ok(p) => {
+                            for w in &p.writes {
+                                for s in sql::write(self.dialect, &self.spec, w) {
+                                    self.queue.push_back((s, Awaiting::Write));
+                                }
+                            }
+                            self.plan = Some(p);
+                            self.phase = Phase::Writing;
+                        }
+                    }
+                }
+                Phase::Writing => {
+                    self.phase = Phase::Finish;
+                    if let Some(log) = self.log.take() {
+                        self.queue.push_back((log, Awaiting::Write));
+                    }
+                    if let Some((parent, position)) =
+                        self.plan.as_ref().and_then(|p| p.insert.clone())
+                    {
+                        self.awaiting = Awaiting::Insert;
+                        return Ok(Action::Insert { parent, position });
+                    }
+                }
+                Phase::Finish => return Ok(Action::Done(self.outcome())),
+            }
+        }
+    }
+
+    fn request_order(&self, mut ps: Vec<Id>) -> Vec<Id> {
+        if let Request::MoveToParent { parent, .. } = &self.req
+            && ps.len() == 2
+            && ps[0] == *parent
+        {
+            ps.swap(0, 1);
+        }
+        ps
+    }
+
+    fn emit_read(&mut self, q: Read, locking: bool) -> Action {
+        let stmt = sql::read(self.dialect, &self.spec, &q, locking);
+        self.awaiting = Awaiting::Read(q);
+        self.statements += 1;
+        Action::Execute(stmt)
+    }
+
+    fn outcome(&self) -> Outcome {
+        let plan = self.plan.clone().unwrap_or_default();
+        let version = match (self.spec.version, self.primary) {
+            (Some(_), Some(p)) => self
+                .versions
+                .iter()
+                .find(|(q, _)| *q == p)
+                .map(|(_, v)| v + i64::from(!self.controls.skip_version_bump)),
+            _ => None,
+        };
+        Outcome {
+            position: plan.position.clone(),
+            version,
+            rows_written: plan.rows_written(),
+            relabelled: plan.relabelled,
+            statements: self.statements,
+        }
+    }
+}
+
+fn unexpected(what: &str, got: &Reply) -> Error {
+    Error::Inconsistent(format!("expected {what} from the adapter, got {got:?}"))
+}

@@ -1,0 +1,110 @@
+//! The error type of the ordering logic.
+
+use crate::Id;
+use crate::key::KeyError;
+use crate::position::Position;
+
+/// Why an ordering request was refused. Every refusal leaves the collection as it was.
+///
+/// Adapters wrap this in their own error type next to the database error, so callers can
+/// match on the ordering reason without parsing messages.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub enum Error {
+    /// An item (the one being moved, or an anchor) does not exist.
+    #[error("item {id} not found; it may have been deleted: re-read the list")]
+    NotFound {
+        /// The missing item.
+        id: Id,
+    },
+    /// The parent (the collection's owner row) does not exist.
+    #[error("parent {parent} not found; create the parent row before adding items")]
+    ParentNotFound {
+        /// The missing parent.
+        parent: Id,
+    },
+    /// An anchor or item belongs to another collection than the one being edited.
+    #[error("item {id} is not in collection {parent}; it may have moved: re-read the list")]
+    NotInCollection {
+        /// The item.
+        id: Id,
+        /// The collection that was expected to hold it.
+        parent: Id,
+    },
+    /// The requested neighbours are no longer adjacent (or no longer at the list's end).
+    #[error("neighbours {prev:?} and {next:?} are no longer adjacent: re-read the list")]
+    StaleNeighbours {
+        /// The requested predecessor (`None`: the start of the list).
+        prev: Option<Id>,
+        /// The requested successor (`None`: the end of the list).
+        next: Option<Id>,
+    },
+    /// The collection changed since the client read it.
+    #[error("collection {parent} is at version {actual}, not {expected}: re-read the list")]
+    VersionConflict {
+        /// The collection.
+        parent: Id,
+        /// The version the client expected.
+        expected: i64,
+        /// The version found.
+        actual: i64,
+    },
+    /// An item was asked to move relative to itself, or to swap with itself.
+    #[error("item {id} cannot be placed relative to itself")]
+    SelfReference {
+        /// The item.
+        id: Id,
+    },
+    /// No position fits and the rebalance policy forbids relabelling (or the whole
+    /// domain is full).
+    #[error(
+        "no position left between the neighbours and the policy does not allow a relabel; rebalance the collection"
+    )]
+    Exhausted,
+    /// An index past the end of the list.
+    #[error("index {index} is past the end of the list (the last index is its length)")]
+    IndexOutOfRange {
+        /// The requested index.
+        index: u64,
+    },
+    /// A requested order is not a permutation of the current items.
+    #[error(
+        "the requested order is not exactly the current items of collection {parent}: {reason}"
+    )]
+    ReorderMismatch {
+        /// The collection.
+        parent: Id,
+        /// What differs.
+        reason: String,
+    },
+    /// A stored or supplied position is outside the strategy's domain or of the wrong kind.
+    #[error("position {position} is not valid for this strategy: {reason}")]
+    InvalidPosition {
+        /// The position.
+        position: Position,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A fractional key is malformed.
+    #[error(transparent)]
+    InvalidKey(#[from] KeyError),
+    /// The item moved to another collection between the unlocked lookup and the lock;
+    /// the operation is retried from the start by the adapters.
+    #[error("item {id} moved to another collection while the operation started; retry")]
+    ParentChanged {
+        /// The item.
+        id: Id,
+    },
+    /// The database returned something the protocol rules out (a duplicate position,
+    /// a row of the wrong kind). Run `verify` and `heal`.
+    #[error("inconsistent collection: {0}; run verify and heal")]
+    Inconsistent(String),
+}
+
+impl Error {
+    /// Whether retrying the whole operation from the start may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::ParentChanged { .. })
+    }
+}

@@ -1,0 +1,64 @@
+//! The database-free core of `ordered`: keep a user-defined order (playlist tracks,
+//! checklist steps, board cards) in a SQL table, moving one row per drag.
+//!
+//! This crate holds every algorithm and every SQL statement; `ordered-diesel` and
+//! `ordered-seaorm` only execute them. It has no database dependency.
+//!
+//! ```
+//! use ordered_core::model::Store;
+//! use ordered_core::{Gapped, Placement, RebalancePolicy, Request, Spec};
+//!
+//! const TRACKS: Spec = Spec {
+//!     table: "tracks", id: "id", parent: "playlist_id", position: "position",
+//!     parent_table: "playlists", parent_id: "id", version: None, unique: None,
+//!     strategy: &Gapped::DEFAULT, policy: RebalancePolicy::Window,
+//! };
+//! let mut playlist = Store::new(TRACKS);
+//! let intro = playlist.insert(1, Placement::Last)?;
+//! let demo = playlist.insert(1, Placement::Last)?;
+//! let credits = playlist.insert(1, Placement::Last)?;
+//! playlist.apply(&Request::Move { item: credits, at: Placement::Before(demo) })?;
+//! assert_eq!(playlist.ids(1), [intro, credits, demo]);
+//! # Ok::<(), ordered_core::Error>(())
+//! ```
+//!
+//! # Scope
+//! - [`key`]: fractional keys compatible with Rocicorp's `fractional-indexing`.
+//! - [`PositionStrategy`]: [`Gapped`] integers, [`Dense`] integers, [`Fractional`] keys,
+//!   or your own; [`RebalancePolicy`] decides what happens when no position fits.
+//! - [`plan`]: the planner, a pure function from what was read under the parent lock and
+//!   a [`Request`] to a [`Plan`].
+//! - [`Operation`]: the protocol (lock the parent, read, plan, write) as a state machine
+//!   the adapters drive; [`sql`] holds the statements per [`Dialect`].
+//! - [`migration`]: DDL for the position column and its constraints, per engine.
+//! - [`model::Store`]: the same planner over in-memory collections.
+//!
+//! # Crate feature flags
+//! - `serde`: `Serialize`/`Deserialize` for positions, keys, plans and error data.
+
+pub mod engine;
+pub mod error;
+pub mod key;
+pub mod migration;
+pub mod model;
+pub mod plan;
+pub mod position;
+pub mod spec;
+pub mod sql;
+pub mod strategy;
+pub mod verify;
+
+/// Item and parent ids: integer keys (`BIGINT`, or `INTEGER` read as one).
+pub type Id = i64;
+
+pub use engine::{Action, Controls, Operation, Outcome, Reply};
+pub use error::Error;
+pub use key::KeyError;
+pub use plan::{Placement, Plan, Request, Row, Write};
+pub use position::{MAX_POSITION, MIN_POSITION, Position, PositionKind};
+pub use spec::{Ordered, Spec};
+pub use sql::{Arg, Dialect, Returns, Statement};
+pub use strategy::{
+    Dense, Fractional, Gapped, PositionStrategy, RebalancePolicy, Spread, SpreadMode,
+};
+pub use verify::{Report, verify};

@@ -1,0 +1,378 @@
+//! DDL for the position column, its constraints and the parent version column, per
+//! engine, with down migrations. The adapters write these into Diesel's migration
+//! folders or run them from `sea-orm-migration`.
+//!
+//! ```
+//! use ordered_core::migration::{self, Backfill};
+//! use ordered_core::{Dialect, Gapped, RebalancePolicy, Spec};
+//!
+//! const TRACKS: Spec = Spec {
+//!     table: "tracks", id: "id", parent: "playlist_id", position: "position",
+//!     parent_table: "playlists", parent_id: "id", version: Some("version"), unique: None,
+//!     strategy: &Gapped::DEFAULT, policy: RebalancePolicy::Window,
+//! };
+//! let m = migration::add_ordering(Dialect::Postgres, &TRACKS, Backfill::By(&["created_at", "id"]));
+//! assert!(m.up_sql().contains("DEFERRABLE INITIALLY IMMEDIATE"));
+//! assert!(m.down_sql().contains("DROP COLUMN \"position\""));
+//! ```
+
+use crate::position::{MAX_POSITION, PARK_POSITION, PositionKind};
+use crate::spec::Spec;
+use crate::sql::{Dialect, quote};
+
+/// Up and down statements.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Migration {
+    /// Statements that apply the change, in order.
+    pub up: Vec<String>,
+    /// Statements that revert it, in order.
+    pub down: Vec<String>,
+}
+
+impl Migration {
+    /// The up statements as one script.
+    pub fn up_sql(&self) -> String {
+        script(&self.up)
+    }
+    /// The down statements as one script.
+    pub fn down_sql(&self) -> String {
+        script(&self.down)
+    }
+}
+
+fn script(stmts: &[String]) -> String {
+    let mut s = String::new();
+    for st in stmts {
+        s.push_str(st);
+        s.push_str(";\n");
+    }
+    s
+}
+
+/// How existing rows get their first positions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backfill<'a> {
+    /// The table is empty (or new): no backfill.
+    None,
+    /// Number each collection in the order of these columns (e.g. creation time then
+    /// id), with a window function, one statement for the whole table.
+    By(&'a [&'a str]),
+}
+
+/// The key width used by the SQL backfill of fractional keys: head `e` and five base-62
+/// digits (`e00001`, `e00002`, ...), enough for 916 million items per collection.
+const BACKFILL_KEY_DIGITS: u32 = 5;
+
+fn q(d: Dialect, s: &str) -> String {
+    quote(d, s)
+}
+
+fn column_type(d: Dialect, spec: &Spec) -> String {
+    match (spec.strategy.kind(), d) {
+        (PositionKind::Integer, Dialect::Sqlite) => "INTEGER".into(),
+        (PositionKind::Integer, _) => "BIGINT".into(),
+        // room for the temporary prefix used during relabels
+        (PositionKind::Key { max_len }, Dialect::Postgres) => {
+            format!("VARCHAR({}) COLLATE \"C\"", max_len + 1)
+        }
+        (PositionKind::Key { max_len }, Dialect::Mysql) => format!("VARBINARY({})", max_len + 1),
+        (PositionKind::Key { .. }, Dialect::Sqlite) => "TEXT COLLATE BINARY".into(),
+    }
+}
+
+fn check_name(spec: &Spec) -> String {
+    format!("{}_{}_domain", spec.table, spec.position)
+}
+
+/// The CHECK on the position's domain: integers inside `[PARK, MAX]` (SQLite: and of
+/// integer type, since it silently turns an overflow into a REAL); keys of text type.
+fn check_expr(d: Dialect, spec: &Spec, nullable: bool) -> String {
+    let c = q(d, spec.position);
+    let body = match (spec.strategy.kind(), d) {
+        (PositionKind::Integer, Dialect::Sqlite) => {
+            format!("typeof({c}) = 'integer' AND {c} BETWEEN {PARK_POSITION} AND {MAX_POSITION}")
+        }
+        (PositionKind::Integer, _) => format!("{c} BETWEEN {PARK_POSITION} AND {MAX_POSITION}"),
+        (PositionKind::Key { .. }, Dialect::Sqlite) => format!("typeof({c}) = 'text'"),
+        (PositionKind::Key { .. }, _) => format!("{c} <> ''"),
+    };
+    if nullable {
+        format!("{c} IS NULL OR ({body})")
+    } else {
+        body
+    }
+}
+
+fn version_up(d: Dialect, spec: &Spec) -> Option<String> {
+    spec.version.map(|v| {
+        format!(
+            "ALTER TABLE {} ADD COLUMN {} BIGINT NOT NULL DEFAULT 0",
+            q(d, spec.parent_table),
+            q(d, v)
+        )
+    })
+}
+
+fn version_down(d: Dialect, spec: &Spec) -> Option<String> {
+    spec.version.map(|v| {
+        format!(
+            "ALTER TABLE {} DROP COLUMN {}",
+            q(d, spec.parent_table),
+            q(d, v)
+        )
+    })
+}
+
+fn unique_up(d: Dialect, spec: &Spec) -> String {
+    let (t, u) = (q(d, spec.table), q(d, &spec.unique_name()));
+    let cols = format!("{}, {}", q(d, spec.parent), q(d, spec.position));
+    match d {
+        // deferrable, so one statement may pass through transient duplicates; a
+        // CREATE UNIQUE INDEX cannot be deferrable
+        Dialect::Postgres => format!(
+            "ALTER TABLE {t} ADD CONSTRAINT {u} UNIQUE ({cols}) DEFERRABLE INITIALLY IMMEDIATE"
+        ),
+        _ => format!("CREATE UNIQUE INDEX {u} ON {t} ({cols})"),
+    }
+}
+
+fn unique_down(d: Dialect, spec: &Spec) -> String {
+    let (t, u) = (q(d, spec.table), q(d, &spec.unique_name()));
+    match d {
+        Dialect::Postgres => format!("ALTER TABLE {t} DROP CONSTRAINT {u}"),
+        Dialect::Mysql => format!("DROP INDEX {u} ON {t}"),
+        Dialect::Sqlite => format!("DROP INDEX {u}"),
+    }
+}
+
+/// The value expression for row number `rn` in the backfill.
+fn backfill_value(d: Dialect, spec: &Spec, rn: &str) -> String {
+    match spec.strategy.kind() {
+        PositionKind::Integer if spec.strategy.is_dense() => format!("{rn} - 1"),
+        PositionKind::Integer => {
+            let spacing = spec
+                .strategy
+                .between(None, None)
+                .ok()
+                .flatten()
+                .and_then(|p| p.as_int())
+                .unwrap_or(1024);
+            format!("{rn} * {spacing}")
+        }
+        PositionKind::Key { .. } => {
+            // 'e' followed by rn in five base-62 digits
+            let digits = crate::key::Alphabet::BASE62.digits();
+            let mut parts = vec!["'e'".to_owned()];
+            for k in (0..BACKFILL_KEY_DIGITS).rev() {
+                let p = 62_i64.pow(k);
+                let idx = match d {
+                    Dialect::Mysql => format!("(FLOOR({rn} / {p}) % 62) + 1"),
+                    _ => format!("(({rn} / {p}) % 62) + 1"),
+                };
+                parts.push(format!("SUBSTR('{digits}', {idx}, 1)"));
+            }
+            match d {
+                Dialect::Mysql => format!("CONCAT({})", parts.join(", ")),
+                _ => parts.join(" || "),
+            }
+        }
+    }
+}
+
+/// One statement numbering every collection of the table in the given order.
+pub fn backfill_sql(d: Dialect, spec: &Spec, order_by: &[&str]) -> String {
+    let t = q(d, spec.table);
+    let id = q(d, spec.id);
+    let pos = q(d, spec.position);
+    let order = if order_by.is_empty() {
+        id.clone()
+    } else {
+        order_by
+            .iter()
+            .map(|c| q(d, c))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let ranked = format!(
+        "(SELECT {id} AS o_rid, ROW_NUMBER() OVER (PARTITION BY {} ORDER BY {order}) AS o_rn FROM {t}) AS o_r",
+        q(d, spec.parent)
+    );
+    let value = backfill_value(d, spec, "o_r.o_rn");
+    match d {
+        Dialect::Postgres => {
+            format!(
+                "UPDATE {t} AS o_t SET {pos} = {value} FROM {ranked} WHERE o_t.{id} = o_r.o_rid"
+            )
+        }
+        Dialect::Mysql => {
+            format!(
+                "UPDATE {t} AS o_t JOIN {ranked} ON o_t.{id} = o_r.o_rid SET o_t.{pos} = {value}"
+            )
+        }
+        Dialect::Sqlite => {
+            format!("UPDATE {t} SET {pos} = {value} FROM {ranked} WHERE {t}.{id} = o_r.o_rid")
+        }
+    }
+}
+
+/// Adds ordering to an existing table: the position column with its domain CHECK, the
+/// `UNIQUE (parent, position)` constraint (deferrable on PostgreSQL) and the parent's
+/// version column.
+///
+/// With [`Backfill::By`] it follows expand and contract: add the column nullable,
+/// number each collection in the given order, then make it NOT NULL and unique (on
+/// SQLite, which cannot alter a column, it is added NOT NULL with a default and
+/// numbered before the unique index is created). Deploy the library's writers before
+/// running it, so that new rows get positions too.
+pub fn add_ordering(d: Dialect, spec: &Spec, backfill: Backfill<'_>) -> Migration {
+    let t = q(d, spec.table);
+    let c = q(d, spec.position);
+    let ty = column_type(d, spec);
+    let mut up: Vec<String> = version_up(d, spec).into_iter().collect();
+    let default = match spec.strategy.kind() {
+        PositionKind::Integer => "0",
+        PositionKind::Key { .. } => "'a0'",
+    };
+    match (d, backfill) {
+        (Dialect::Sqlite, b) => {
+            up.push(format!(
+                "ALTER TABLE {t} ADD COLUMN {c} {ty} NOT NULL DEFAULT {default} CHECK ({})",
+                check_expr(d, spec, false)
+            ));
+            if let Backfill::By(order) = b {
+                up.push(backfill_sql(d, spec, order));
+            }
+        }
+        (_, Backfill::None) => {
+            up.push(format!("ALTER TABLE {t} ADD COLUMN {c} {ty} NOT NULL"));
+            up.push(format!(
+                "ALTER TABLE {t} ADD CONSTRAINT {} CHECK ({})",
+                q(d, &check_name(spec)),
+                check_expr(d, spec, false)
+            ));
+        }
+        (_, Backfill::By(order)) => {
+            up.push(format!("ALTER TABLE {t} ADD COLUMN {c} {ty} NULL"));
+            up.push(backfill_sql(d, spec, order));
+            up.push(match d {
+                Dialect::Mysql => format!("ALTER TABLE {t} MODIFY {c} {ty} NOT NULL"),
+                _ => format!("ALTER TABLE {t} ALTER COLUMN {c} SET NOT NULL"),
+            });
+            up.push(format!(
+                "ALTER TABLE {t} ADD CONSTRAINT {} CHECK ({})",
+                q(d, &check_name(spec)),
+                check_expr(d, spec, false)
+            ));
+        }
+    }
+    up.push(unique_up(d, spec));
+    let mut down = vec![unique_down(d, spec)];
+    if d != Dialect::Sqlite {
+        down.push(format!(
+            "ALTER TABLE {t} DROP CONSTRAINT {}",
+            q(d, &check_name(spec))
+        ));
+    }
+    down.push(format!("ALTER TABLE {t} DROP COLUMN {c}"));
+    down.extend(version_down(d, spec));
+    Migration { up, down }
+}
+
+/// Creates a new ordered table: `id` primary key, the parent column referencing the
+/// parent table (`ON DELETE CASCADE`), the position column with its CHECK and unique
+/// constraint, and `columns` (name, SQL type) of your own. The parent table (with its
+/// version column, if any) must exist: see [`create_parent_table`].
+pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migration {
+    let t = q(d, spec.table);
+    let id_ty = match d {
+        Dialect::Postgres => "BIGSERIAL PRIMARY KEY",
+        Dialect::Mysql => "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
+        Dialect::Sqlite => "INTEGER PRIMARY KEY AUTOINCREMENT",
+    };
+    let parent_ty = match d {
+        Dialect::Sqlite => "INTEGER",
+        _ => "BIGINT",
+    };
+    let mut cols = vec![
+        format!("{} {id_ty}", q(d, spec.id)),
+        format!(
+            "{} {parent_ty} NOT NULL REFERENCES {} ({}) ON DELETE CASCADE",
+            q(d, spec.parent),
+            q(d, spec.parent_table),
+            q(d, spec.parent_id)
+        ),
+    ];
+    for (name, ty) in columns {
+        cols.push(format!("{} {ty}", q(d, name)));
+    }
+    cols.push(format!(
+        "{} {} NOT NULL CONSTRAINT {} CHECK ({})",
+        q(d, spec.position),
+        column_type(d, spec),
+        q(d, &check_name(spec)),
+        check_expr(d, spec, false)
+    ));
+    if d == Dialect::Postgres {
+        cols.push(format!(
+            "CONSTRAINT {} UNIQUE ({}, {}) DEFERRABLE INITIALLY IMMEDIATE",
+            q(d, &spec.unique_name()),
+            q(d, spec.parent),
+            q(d, spec.position)
+        ));
+    }
+    if d == Dialect::Mysql {
+        // the foreign key: MySQL ignores an inline REFERENCES
+        cols.push(format!(
+            "FOREIGN KEY ({}) REFERENCES {} ({}) ON DELETE CASCADE",
+            q(d, spec.parent),
+            q(d, spec.parent_table),
+            q(d, spec.parent_id)
+        ));
+    }
+    let engine = if d == Dialect::Mysql {
+        " ENGINE=InnoDB"
+    } else {
+        ""
+    };
+    let mut up = vec![format!(
+        "CREATE TABLE {t} (\n  {}\n){engine}",
+        cols.join(",\n  ")
+    )];
+    if d != Dialect::Postgres {
+        up.push(unique_up(d, spec));
+    }
+    Migration {
+        up,
+        down: vec![format!("DROP TABLE {t}")],
+    }
+}
+
+/// Creates a parent table `parent_table (parent_id, <columns>, version)` for examples
+/// and tests; real applications already have theirs.
+pub fn create_parent_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migration {
+    let id_ty = match d {
+        Dialect::Postgres => "BIGSERIAL PRIMARY KEY",
+        Dialect::Mysql => "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
+        Dialect::Sqlite => "INTEGER PRIMARY KEY AUTOINCREMENT",
+    };
+    let mut cols = vec![format!("{} {id_ty}", q(d, spec.parent_id))];
+    for (name, ty) in columns {
+        cols.push(format!("{} {ty}", q(d, name)));
+    }
+    if let Some(v) = spec.version {
+        cols.push(format!("{} BIGINT NOT NULL DEFAULT 0", q(d, v)));
+    }
+    let engine = if d == Dialect::Mysql {
+        " ENGINE=InnoDB"
+    } else {
+        ""
+    };
+    Migration {
+        up: vec![format!(
+            "CREATE TABLE {} (\n  {}\n){engine}",
+            q(d, spec.parent_table),
+            cols.join(",\n  ")
+        )],
+        down: vec![format!("DROP TABLE {}", q(d, spec.parent_table))],
+    }
+}

@@ -1,0 +1,1098 @@
+//! The planner: a pure function from what was read under the parent lock and a request
+//! to a plan (write one row, or relabel these rows and then write).
+//!
+//! The planner is written as straight-line code over a cache of reads. When it needs a
+//! read it has not got, it stops with [`Step::Read`]; the caller (the
+//! [`Operation`](crate::Operation) state machine, or the in-memory
+//! [`Collection`](crate::model::Collection)) performs it, stores the rows and runs the
+//! planner again. Re-running is cheap and keeps the planner free of I/O, so the same code
+//! serves the synchronous Diesel adapter, the asynchronous SeaORM adapter and the
+//! in-memory model used by tests and benchmarks.
+
+use std::collections::HashMap;
+
+use crate::Id;
+use crate::error::Error;
+use crate::position::{MAX_POSITION, MIN_POSITION, PARK_POSITION, Position};
+use crate::spec::Spec;
+use crate::strategy::{PositionStrategy, RebalancePolicy, Spread, SpreadMode};
+
+/// Where to put an item.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Placement {
+    /// At the start of the list.
+    First,
+    /// At the end of the list.
+    Last,
+    /// Directly before this item.
+    Before(Id),
+    /// Directly after this item.
+    After(Id),
+    /// Between these two neighbours, which must still be adjacent (`None`: the list's
+    /// start or end). Anything else is [`Error::StaleNeighbours`].
+    Between {
+        /// The predecessor, or `None` for the start.
+        prev: Option<Id>,
+        /// The successor, or `None` for the end.
+        next: Option<Id>,
+    },
+    /// At this zero-based index of the list without the moved item.
+    Index(u64),
+}
+
+/// An ordering request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub enum Request {
+    /// Insert a new item into `parent`.
+    Insert {
+        /// The collection.
+        parent: Id,
+        /// Where.
+        at: Placement,
+    },
+    /// Move an item inside its collection.
+    Move {
+        /// The item.
+        item: Id,
+        /// Where.
+        at: Placement,
+    },
+    /// Move an item to another collection (or inside its own when `parent` is its own).
+    MoveToParent {
+        /// The item.
+        item: Id,
+        /// The destination collection.
+        parent: Id,
+        /// Where in it.
+        at: Placement,
+    },
+    /// Move an item one place towards the start (no change when it is first).
+    MoveUp {
+        /// The item.
+        item: Id,
+    },
+    /// Move an item one place towards the end (no change when it is last).
+    MoveDown {
+        /// The item.
+        item: Id,
+    },
+    /// Exchange the places of two items of one collection.
+    Swap {
+        /// One item.
+        a: Id,
+        /// The other.
+        b: Id,
+    },
+    /// Delete an item.
+    Remove {
+        /// The item.
+        item: Id,
+    },
+    /// Set the whole order of a collection; only rows that must move are written.
+    Reorder {
+        /// The collection.
+        parent: Id,
+        /// Every item of the collection, in the wanted order.
+        ids: Vec<Id>,
+    },
+    /// Spread the collection evenly (also repairs duplicates and out-of-domain values).
+    Rebalance {
+        /// The collection.
+        parent: Id,
+    },
+}
+
+/// A read the planner needs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Read {
+    /// One item by id (zero or one row).
+    Item {
+        /// The item.
+        id: Id,
+    },
+    /// Items of one collection in position order.
+    Range(RangeRead),
+}
+
+/// Items of `parent` with `above < position < below`, in position order (descending if
+/// `desc`), skipping `offset`, at most `limit`, without `exclude`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct RangeRead {
+    /// The collection.
+    pub parent: Id,
+    /// Exclusive lower bound.
+    pub above: Option<Position>,
+    /// Exclusive upper bound.
+    pub below: Option<Position>,
+    /// Descending order.
+    pub desc: bool,
+    /// At most this many rows.
+    pub limit: Option<u64>,
+    /// Rows to skip (only with a limit).
+    pub offset: u64,
+    /// An item to leave out (the one being moved).
+    pub exclude: Option<Id>,
+}
+
+impl RangeRead {
+    fn all(parent: Id) -> Self {
+        RangeRead {
+            parent,
+            above: None,
+            below: None,
+            desc: false,
+            limit: None,
+            offset: 0,
+            exclude: None,
+        }
+    }
+}
+
+/// A row as the planner sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Row {
+    /// The item.
+    pub id: Id,
+    /// Its collection.
+    pub parent: Id,
+    /// Its position.
+    pub position: Position,
+}
+
+/// Why the planner stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// It needs this read; perform it, store the rows and run it again.
+    Read(Read),
+    /// The request is refused.
+    Fail(Error),
+}
+
+impl From<Error> for Step {
+    fn from(e: Error) -> Self {
+        Step::Fail(e)
+    }
+}
+
+/// The reads performed so far.
+#[derive(Debug, Clone, Default)]
+pub struct Reads {
+    map: HashMap<Read, Vec<Row>>,
+}
+
+impl Reads {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Stores the rows of a read.
+    pub fn insert(&mut self, read: Read, rows: Vec<Row>) {
+        self.map.insert(read, rows);
+    }
+    /// Forgets every read (after the parent lock is taken, reads start over).
+    pub fn clear(&mut self) {
+        self.map.clear();
+    }
+    fn get(&self, read: Read) -> Result<&[Row], Step> {
+        match self.map.get(&read) {
+            Some(rows) => Ok(rows),
+            None => Err(Step::Read(read)),
+        }
+    }
+    fn item(&self, id: Id) -> Result<Option<&Row>, Step> {
+        Ok(self.get(Read::Item { id })?.first())
+    }
+    fn range(&self, r: RangeRead) -> Result<&[Row], Step> {
+        self.get(Read::Range(r))
+    }
+}
+
+/// A write the adapter executes, in order. [`crate::sql`] turns each into statements.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Write {
+    /// Set one row's collection and position.
+    Set {
+        /// The item.
+        id: Id,
+        /// Its collection.
+        parent: Id,
+        /// Its position.
+        position: Position,
+    },
+    /// Delete one row.
+    Delete {
+        /// The item.
+        id: Id,
+    },
+    /// Relabel the rows of `parent` with `above < position < below` by rank: the row of
+    /// rank `r` (from 1) gets `first + (r - 1 + [r > hole_after]) * step`, leaving one slot
+    /// free after rank `hole_after`. One set-based statement (PostgreSQL) or two through
+    /// the negative temporary range (MySQL, SQLite).
+    Renumber {
+        /// The collection.
+        parent: Id,
+        /// Exclusive lower bound of the relabelled range.
+        above: i64,
+        /// Exclusive upper bound.
+        below: i64,
+        /// The first new position.
+        first: i64,
+        /// The step.
+        step: i64,
+        /// The rank after which one slot is left free (`u64::MAX`: none).
+        hole_after: u64,
+        /// How many rows the range holds (for accounting).
+        rows: u64,
+    },
+    /// Give these rows these positions (chunked `CASE` updates; on MySQL and SQLite the
+    /// rows are first parked in the temporary range).
+    Assign {
+        /// The collection.
+        parent: Id,
+        /// The rows and their new positions.
+        rows: Vec<(Id, Position)>,
+    },
+    /// Add `delta` to the positions of `parent` in `[from, to]` (dense strategy).
+    Shift {
+        /// The collection.
+        parent: Id,
+        /// Inclusive lower bound.
+        from: i64,
+        /// Inclusive upper bound.
+        to: i64,
+        /// +1 or -1.
+        delta: i64,
+        /// How many rows the range holds (for accounting).
+        rows: u64,
+    },
+}
+
+impl Write {
+    /// Rows this write changes.
+    pub fn rows(&self) -> u64 {
+        match self {
+            Write::Set { .. } | Write::Delete { .. } => 1,
+            Write::Renumber { rows, .. } | Write::Shift { rows, .. } => *rows,
+            Write::Assign { rows, .. } => rows.len() as u64,
+        }
+    }
+}
+
+/// What the planner decided.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Plan {
+    /// The writes, in order.
+    pub writes: Vec<Write>,
+    /// For an insert: the collection and position of the new row, which the caller's own
+    /// insert writes after `writes`.
+    pub insert: Option<(Id, Position)>,
+    /// The final position of the moved item, if any.
+    pub position: Option<Position>,
+    /// Rows relabelled besides the item itself (0 when a gap was found).
+    pub relabelled: u64,
+}
+
+impl Plan {
+    /// Rows written, counting the caller's insert.
+    pub fn rows_written(&self) -> u64 {
+        self.writes.iter().map(Write::rows).sum::<u64>() + u64::from(self.insert.is_some())
+    }
+}
+
+/// The collections an operation must lock, in increasing id order. Runs before the lock
+/// on unlocked reads; the planner re-checks everything under the lock.
+pub fn parents_to_lock(req: &Request, reads: &Reads) -> Result<Vec<Id>, Step> {
+    let parent_of = |id: Id| -> Result<Id, Step> {
+        reads
+            .item(id)?
+            .map(|r| r.parent)
+            .ok_or(Step::Fail(Error::NotFound { id }))
+    };
+    let mut ps = match req {
+        Request::Insert { parent, .. }
+        | Request::Reorder { parent, .. }
+        | Request::Rebalance { parent } => vec![*parent],
+        Request::Move { item, .. }
+        | Request::MoveUp { item }
+        | Request::MoveDown { item }
+        | Request::Remove { item } => vec![parent_of(*item)?],
+        Request::MoveToParent { item, parent, .. } => vec![parent_of(*item)?, *parent],
+        Request::Swap { a, .. } => vec![parent_of(*a)?],
+    };
+    ps.sort_unstable();
+    ps.dedup();
+    Ok(ps)
+}
+
+/// The collection whose expected version a request is checked against: the one the
+/// item comes from, or the one it is inserted into.
+pub fn primary_parent(req: &Request, locked_order: &[Id], reads: &Reads) -> Option<Id> {
+    match req {
+        Request::Insert { parent, .. }
+        | Request::Reorder { parent, .. }
+        | Request::Rebalance { parent } => Some(*parent),
+        Request::Move { item, .. }
+        | Request::MoveUp { item }
+        | Request::MoveDown { item }
+        | Request::Remove { item }
+        | Request::MoveToParent { item, .. }
+        | Request::Swap { a: item, .. } => reads
+            .item(*item)
+            .ok()
+            .flatten()
+            .map(|r| r.parent)
+            .or_else(|| locked_order.first().copied()),
+    }
+}
+
+/// Plans `req` under the locks on `locked`, from `reads` taken under those locks.
+pub fn plan(spec: &Spec, req: &Request, reads: &Reads, locked: &[Id]) -> Result<Plan, Step> {
+    let p = Planner {
+        s: spec.strategy,
+        policy: spec.policy,
+        reads,
+        locked,
+    };
+    match req {
+        Request::Insert { parent, at } => p.place(*parent, at, None),
+        Request::Move { item, at } => {
+            let row = p.locked_item(*item)?;
+            p.place(row.parent, at, Some(row))
+        }
+        Request::MoveToParent { item, parent, at } => {
+            let row = p.locked_item(*item)?;
+            p.place(*parent, at, Some(row))
+        }
+        Request::MoveUp { item } | Request::MoveDown { item } => {
+            let row = p.locked_item(*item)?;
+            let up = matches!(req, Request::MoveUp { .. });
+            let near = p.neighbour(row.parent, &row.position, up, Some(row.id))?;
+            match near {
+                None => Ok(Plan {
+                    position: Some(row.position.clone()),
+                    ..Plan::default()
+                }),
+                Some(n) => {
+                    let at = if up {
+                        Placement::Before(n.id)
+                    } else {
+                        Placement::After(n.id)
+                    };
+                    p.place(row.parent, &at, Some(row))
+                }
+            }
+        }
+        Request::Swap { a, b } => p.swap(*a, *b),
+        Request::Remove { item } => p.remove(*item),
+        Request::Reorder { parent, ids } => p.reorder(*parent, ids),
+        Request::Rebalance { parent } => p.rebalance(*parent),
+    }
+}
+
+struct Planner<'a> {
+    s: &'a dyn PositionStrategy,
+    policy: RebalancePolicy,
+    reads: &'a Reads,
+    locked: &'a [Id],
+}
+
+/// The resolved gap: the rows that will surround the item.
+struct Gap {
+    prev: Option<Row>,
+    next: Option<Row>,
+}
+
+impl Planner<'_> {
+    /// An item read under the lock; it must still be in a locked collection.
+    fn locked_item(&self, id: Id) -> Result<Row, Step> {
+        let row = self
+            .reads
+            .item(id)?
+            .cloned()
+            .ok_or(Step::Fail(Error::NotFound { id }))?;
+        if !self.locked.contains(&row.parent) {
+            return Err(Error::ParentChanged { id }.into());
+        }
+        Ok(row)
+    }
+
+    /// An anchor read under the lock; it must be in `parent` and not be the mover.
+    fn anchor(&self, id: Id, parent: Id, mover: Option<&Row>) -> Result<Row, Step> {
+        if mover.is_some_and(|m| m.id == id) {
+            return Err(Error::SelfReference { id }.into());
+        }
+        let row = self
+            .reads
+            .item(id)?
+            .cloned()
+            .ok_or(Step::Fail(Error::NotFound { id }))?;
+        if row.parent != parent {
+            return Err(Error::NotInCollection { id, parent }.into());
+        }
+        Ok(row)
+    }
+
+    /// The nearest row before (`up`) or after a position.
+    fn neighbour(
+        &self,
+        parent: Id,
+        pos: &Position,
+        up: bool,
+        exclude: Option<Id>,
+    ) -> Result<Option<Row>, Step> {
+        let r = RangeRead {
+            parent,
+            above: (!up).then(|| pos.clone()),
+            below: up.then(|| pos.clone()),
+            desc: up,
+            limit: Some(1),
+            offset: 0,
+            exclude,
+        };
+        Ok(self.reads.range(r)?.first().cloned())
+    }
+
+    fn edge(&self, parent: Id, last: bool, exclude: Option<Id>) -> Result<Option<Row>, Step> {
+        let r = RangeRead {
+            desc: last,
+            limit: Some(1),
+            exclude,
+            ..RangeRead::all(parent)
+        };
+        Ok(self.reads.range(r)?.first().cloned())
+    }
+
+    fn gap(&self, parent: Id, at: &Placement, mover: Option<&Row>) -> Result<Gap, Step> {
+        let ex = mover.map(|m| m.id);
+        Ok(match at {
+            Placement::First => Gap {
+                prev: None,
+                next: self.edge(parent, false, ex)?,
+            },
+            Placement::Last => Gap {
+                prev: self.edge(parent, true, ex)?,
+                next: None,
+            },
+            Placement::After(a) => {
+                let a = self.anchor(*a, parent, mover)?;
+                let next = self.neighbour(parent, &a.position, false, ex)?;
+                Gap {
+                    prev: Some(a),
+                    next,
+                }
+            }
+            Placement::Before(b) => {
+                let b = self.anchor(*b, parent, mover)?;
+                let prev = self.neighbour(parent, &b.position, true, ex)?;
+                Gap {
+                    prev,
+                    next: Some(b),
+                }
+            }
+            Placement::Between { prev, next } => {
+                let stale = || {
+                    Step::Fail(Error::StaleNeighbours {
+                        prev: *prev,
+                        next: *next,
+                    })
+                };
+                if prev.is_some() && prev == next {
+                    return Err(stale());
+                }
+                let p = prev.map(|id| self.anchor(id, parent, mover)).transpose()?;
+                let n = next.map(|id| self.anchor(id, parent, mover)).transpose()?;
+                // the actual successor of prev (or first item) must be next (or the end)
+                let succ = match &p {
+                    Some(p) => self.neighbour(parent, &p.position, false, ex)?,
+                    None => self.edge(parent, false, ex)?,
+                };
+                if succ.as_ref().map(|r| r.id) != n.as_ref().map(|r| r.id) {
+                    return Err(stale());
+                }
+                Gap { prev: p, next: n }
+            }
+            Placement::Index(i) => {
+                let at_i = RangeRead {
+                    limit: Some(1),
+                    offset: *i,
+                    exclude: ex,
+                    ..RangeRead::all(parent)
+                };
+                match self.reads.range(at_i)?.first().cloned() {
+                    Some(next) => {
+                        let prev = self.neighbour(parent, &next.position, true, ex)?;
+                        Gap {
+                            prev,
+                            next: Some(next),
+                        }
+                    }
+                    None => {
+                        let last = self.edge(parent, true, ex)?;
+                        let len = match &last {
+                            None => 0,
+                            Some(_) => {
+                                let before = RangeRead {
+                                    limit: Some(1),
+                                    offset: i.saturating_sub(1),
+                                    exclude: ex,
+                                    ..RangeRead::all(parent)
+                                };
+                                if *i > 0 && !self.reads.range(before)?.is_empty() {
+                                    *i
+                                } else {
+                                    u64::MAX
+                                }
+                            }
+                        };
+                        if len != *i {
+                            return Err(Error::IndexOutOfRange { index: *i }.into());
+                        }
+                        Gap {
+                            prev: last,
+                            next: None,
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    fn place(&self, parent: Id, at: &Placement, mover: Option<Row>) -> Result<Plan, Step> {
+        if !self.locked.contains(&parent) {
+            return Err(Error::ParentChanged {
+                id: mover.as_ref().map_or(parent, |m| m.id),
+            }
+            .into());
+        }
+        let gap = self.gap(parent, at, mover.as_ref())?;
+        if self.s.is_dense() {
+            return self.place_dense(parent, gap, mover);
+        }
+        // already there: nothing to write
+        if let Some(m) = &mover
+            && m.parent == parent
+            && gap.prev.as_ref().is_none_or(|p| p.position < m.position)
+            && gap.next.as_ref().is_none_or(|n| m.position < n.position)
+        {
+            return Ok(Plan {
+                position: Some(m.position.clone()),
+                ..Plan::default()
+            });
+        }
+        let pp = gap.prev.as_ref().map(|r| &r.position);
+        let np = gap.next.as_ref().map(|r| &r.position);
+        if let Some(pos) = self.s.between(pp, np)? {
+            return Ok(finish(Vec::new(), parent, pos, mover, 0));
+        }
+        match self.policy {
+            RebalancePolicy::Never => Err(Error::Exhausted.into()),
+            RebalancePolicy::Whole => self.relabel_whole(parent, &gap, mover),
+            RebalancePolicy::Window => self.relabel_window(parent, &gap, mover),
+        }
+    }
+
+    fn relabel_whole(&self, parent: Id, gap: &Gap, mover: Option<Row>) -> Result<Plan, Step> {
+        let ex = mover.as_ref().map(|m| m.id);
+        let all = self.reads.range(RangeRead {
+            exclude: ex,
+            ..RangeRead::all(parent)
+        })?;
+        // the hole goes after prev: its rank is its index + 1
+        let lower = match &gap.prev {
+            None => 0,
+            Some(p) => all.iter().position(|r| r.id == p.id).map_or(0, |i| i + 1),
+        };
+        let n = all.len() as u64 + 1;
+        let spread = self
+            .s
+            .spread(None, None, n, SpreadMode::Fit)?
+            .ok_or(Step::Fail(Error::Exhausted))?;
+        self.apply_spread(parent, spread, None, None, all, lower, mover)
+    }
+
+    fn relabel_window(&self, parent: Id, gap: &Gap, mover: Option<Row>) -> Result<Plan, Step> {
+        let ex = mover.as_ref().map(|m| m.id);
+        let mut k: u64 = 1;
+        loop {
+            // k items on each side of the gap, plus the outer bound on each side
+            let low = self.reads.range(RangeRead {
+                parent,
+                above: None,
+                below: gap.next.as_ref().map(|r| r.position.clone()),
+                desc: true,
+                limit: Some(k + 1),
+                offset: 0,
+                exclude: ex,
+            })?;
+            let high = self.reads.range(RangeRead {
+                parent,
+                above: gap.prev.as_ref().map(|r| r.position.clone()),
+                below: None,
+                desc: false,
+                limit: Some(k + 1),
+                offset: 0,
+                exclude: ex,
+            })?;
+            let (low_items, low_bound) = split_bound(low, k);
+            let (high_items, high_bound) = split_bound(high, k);
+            let whole = low_bound.is_none() && high_bound.is_none();
+            let n = (low_items.len() + high_items.len()) as u64 + 1;
+            let lb = low_bound.map(|r| &r.position);
+            let hb = high_bound.map(|r| &r.position);
+            let mode = if whole {
+                SpreadMode::Fit
+            } else {
+                SpreadMode::Window
+            };
+            if let Some(spread) = self.s.spread(lb, hb, n, mode)? {
+                let mut rows: Vec<Row> = low_items.iter().rev().cloned().collect();
+                rows.extend(high_items.iter().cloned());
+                let lower = low_items.len();
+                return self.apply_spread(parent, spread, lb, hb, &rows, lower, mover);
+            }
+            if whole {
+                return Err(Error::Exhausted.into());
+            }
+            k = k.saturating_mul(2);
+        }
+    }
+
+    /// Relabels `rows` (in order, all the rows strictly between `lb` and `hb`) with
+    /// `spread`, leaving slot `lower` for the item.
+    #[allow(clippy::too_many_arguments)]
+    fn apply_spread(
+        &self,
+        parent: Id,
+        spread: Spread,
+        lb: Option<&Position>,
+        hb: Option<&Position>,
+        rows: &[Row],
+        lower: usize,
+        mover: Option<Row>,
+    ) -> Result<Plan, Step> {
+        let pos = spread
+            .nth(lower as u64)
+            .ok_or(Step::Fail(Error::Exhausted))?;
+        self.s.check(&pos)?;
+        let mut writes = Vec::new();
+        match &spread {
+            Spread::Arithmetic { first, step } => {
+                // an open end reaches down to (not including) the parking slot
+                let above = match lb {
+                    Some(p) => p.as_int().unwrap_or(MIN_POSITION - 1),
+                    None => PARK_POSITION,
+                };
+                let below = match hb {
+                    Some(p) => p.as_int().unwrap_or(MAX_POSITION + 1),
+                    None => i64::MAX,
+                };
+                // the mover sits inside the relabelled range: park it first
+                if let Some(m) = &mover
+                    && m.parent == parent
+                    && m.position.as_int().is_some_and(|v| above < v && v < below)
+                {
+                    writes.push(Write::Set {
+                        id: m.id,
+                        parent,
+                        position: Position::Int(PARK_POSITION),
+                    });
+                }
+                writes.push(Write::Renumber {
+                    parent,
+                    above,
+                    below,
+                    first: *first,
+                    step: *step,
+                    hole_after: lower as u64,
+                    rows: rows.len() as u64,
+                });
+                Ok(finish(writes, parent, pos, mover, rows.len() as u64))
+            }
+            Spread::Explicit(ps) => {
+                let mut assign: Vec<(Id, Position)> = Vec::with_capacity(rows.len() + 1);
+                for (i, r) in rows.iter().enumerate() {
+                    let slot = if i < lower { i } else { i + 1 };
+                    let p = ps.get(slot).cloned().ok_or(Step::Fail(Error::Exhausted))?;
+                    if p != r.position {
+                        assign.push((r.id, p));
+                    }
+                }
+                let relabelled = assign.len() as u64;
+                match mover {
+                    // the mover is assigned in the same statement(s)
+                    Some(m) if m.parent == parent => {
+                        assign.push((m.id, pos.clone()));
+                        writes.push(Write::Assign {
+                            parent,
+                            rows: assign,
+                        });
+                        Ok(Plan {
+                            writes,
+                            insert: None,
+                            position: Some(pos),
+                            relabelled,
+                        })
+                    }
+                    other => {
+                        if !assign.is_empty() {
+                            writes.push(Write::Assign {
+                                parent,
+                                rows: assign,
+                            });
+                        }
+                        Ok(finish(writes, parent, pos, other, relabelled))
+                    }
+                }
+            }
+        }
+    }
+
+    fn place_dense(&self, parent: Id, gap: Gap, mover: Option<Row>) -> Result<Plan, Step> {
+        let idx = |r: &Row| r.position.as_int().unwrap_or(0);
+        let last = self.edge(parent, true, None)?;
+        let len = last.as_ref().map_or(0, |r| idx(r) + 1);
+        // target index in the list without the mover
+        let same = mover.as_ref().filter(|m| m.parent == parent);
+        let adj = |r: &Row| {
+            let i = idx(r);
+            match same {
+                Some(m) if idx(m) < i => i - 1,
+                _ => i,
+            }
+        };
+        let target = match (&gap.prev, &gap.next) {
+            (Some(p), _) => adj(p) + 1,
+            (None, Some(n)) => adj(n),
+            (None, None) => 0,
+        };
+        let mut writes = Vec::new();
+        match (&mover, same) {
+            (None, _) => {
+                if target < len {
+                    writes.push(shift(parent, target, len - 1, 1));
+                }
+                let relabelled = (len - target).max(0) as u64;
+                Ok(finish(
+                    writes,
+                    parent,
+                    Position::Int(target),
+                    None,
+                    relabelled,
+                ))
+            }
+            (Some(m), Some(_)) => {
+                let from = idx(m);
+                if from == target {
+                    return Ok(Plan {
+                        position: Some(m.position.clone()),
+                        ..Plan::default()
+                    });
+                }
+                writes.push(Write::Set {
+                    id: m.id,
+                    parent,
+                    position: Position::Int(PARK_POSITION),
+                });
+                if target > from {
+                    writes.push(shift(parent, from + 1, target, -1));
+                } else {
+                    writes.push(shift(parent, target, from - 1, 1));
+                }
+                let relabelled = (target - from).unsigned_abs();
+                Ok(finish(
+                    writes,
+                    parent,
+                    Position::Int(target),
+                    mover,
+                    relabelled,
+                ))
+            }
+            (Some(m), None) => {
+                // leave the old collection, closing the hole, then enter the new one
+                let old_last = self.edge(m.parent, true, None)?;
+                let old_len = old_last.as_ref().map_or(0, |r| idx(r) + 1);
+                let from = idx(m);
+                if target < len {
+                    writes.push(shift(parent, target, len - 1, 1));
+                }
+                writes.push(Write::Set {
+                    id: m.id,
+                    parent,
+                    position: Position::Int(target),
+                });
+                if from + 1 < old_len {
+                    writes.push(shift(m.parent, from + 1, old_len - 1, -1));
+                }
+                let relabelled = ((len - target) + (old_len - from - 1)).max(0) as u64;
+                Ok(Plan {
+                    writes,
+                    insert: None,
+                    position: Some(Position::Int(target)),
+                    relabelled,
+                })
+            }
+        }
+    }
+
+    fn swap(&self, a: Id, b: Id) -> Result<Plan, Step> {
+        let ra = self.locked_item(a)?;
+        if a == b {
+            return Err(Error::SelfReference { id: a }.into());
+        }
+        let rb = self.anchor(b, ra.parent, None)?;
+        Ok(Plan {
+            writes: vec![Write::Assign {
+                parent: ra.parent,
+                rows: vec![(a, rb.position.clone()), (b, ra.position.clone())],
+            }],
+            insert: None,
+            position: Some(rb.position),
+            relabelled: 1,
+        })
+    }
+
+    fn remove(&self, item: Id) -> Result<Plan, Step> {
+        let row = self.locked_item(item)?;
+        let mut writes = vec![Write::Delete { id: item }];
+        let mut relabelled = 0;
+        if self.s.is_dense() {
+            let last = self.edge(row.parent, true, None)?;
+            let from = row.position.as_int().unwrap_or(0);
+            let end = last.and_then(|r| r.position.as_int()).unwrap_or(from);
+            if end > from {
+                writes.push(shift(row.parent, from + 1, end, -1));
+                relabelled = (end - from) as u64;
+            }
+        }
+        Ok(Plan {
+            writes,
+            insert: None,
+            position: None,
+            relabelled,
+        })
+    }
+
+    fn rebalance(&self, parent: Id) -> Result<Plan, Step> {
+        let all = self.reads.range(RangeRead::all(parent))?;
+        let n = all.len() as u64;
+        if n == 0 {
+            return Ok(Plan::default());
+        }
+        let spread = self
+            .s
+            .spread(None, None, n, SpreadMode::Fit)?
+            .ok_or(Step::Fail(Error::Exhausted))?;
+        let writes = match spread {
+            Spread::Arithmetic { first, step } => vec![Write::Renumber {
+                parent,
+                above: PARK_POSITION,
+                below: i64::MAX,
+                first,
+                step,
+                hole_after: u64::MAX,
+                rows: n,
+            }],
+            Spread::Explicit(ps) => {
+                let rows: Vec<(Id, Position)> = all
+                    .iter()
+                    .zip(ps)
+                    .filter(|(r, p)| r.position != *p)
+                    .map(|(r, p)| (r.id, p))
+                    .collect();
+                if rows.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![Write::Assign { parent, rows }]
+                }
+            }
+        };
+        let relabelled = writes.iter().map(Write::rows).sum();
+        Ok(Plan {
+            writes,
+            insert: None,
+            position: None,
+            relabelled,
+        })
+    }
+
+    fn reorder(&self, parent: Id, ids: &[Id]) -> Result<Plan, Step> {
+        let all = self.reads.range(RangeRead::all(parent))?;
+        let mismatch = |reason: String| Step::Fail(Error::ReorderMismatch { parent, reason });
+        if all.len() != ids.len() {
+            return Err(mismatch(format!(
+                "{} ids given for {} items",
+                ids.len(),
+                all.len()
+            )));
+        }
+        let rank: HashMap<Id, usize> = all.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        let mut seen = std::collections::HashSet::with_capacity(ids.len());
+        let mut order = Vec::with_capacity(ids.len());
+        for id in ids {
+            let Some(&r) = rank.get(id) else {
+                return Err(mismatch(format!("item {id} is not in the collection")));
+            };
+            if !seen.insert(*id) {
+                return Err(mismatch(format!("item {id} is listed twice")));
+            }
+            order.push(r);
+        }
+        let n = all.len();
+        let mut rows: Vec<(Id, Position)> = Vec::new();
+        if self.s.is_dense() {
+            for (i, &r) in order.iter().enumerate() {
+                if r != i {
+                    rows.push((all[r].id, Position::Int(i as i64)));
+                }
+            }
+        } else {
+            let keep = lis(&order);
+            // runs of moved items between kept neighbours get positions between them
+            let mut i = 0;
+            let mut fits = true;
+            while i < n && fits {
+                if keep[i] {
+                    i += 1;
+                    continue;
+                }
+                let start = i;
+                while i < n && !keep[i] {
+                    i += 1;
+                }
+                let lo = start.checked_sub(1).map(|j| &all[order[j]].position);
+                let hi = (i < n).then(|| &all[order[i]].position);
+                match self.s.spread(lo, hi, (i - start) as u64, SpreadMode::Fit)? {
+                    Some(sp) => {
+                        for (j, &o) in order[start..i].iter().enumerate() {
+                            let p = sp.nth(j as u64).ok_or(Step::Fail(Error::Exhausted))?;
+                            rows.push((all[o].id, p));
+                        }
+                    }
+                    None => fits = false,
+                }
+            }
+            if !fits {
+                // no room between the kept items: spread the whole list in the new order
+                rows.clear();
+                let sp = self
+                    .s
+                    .spread(None, None, n as u64, SpreadMode::Fit)?
+                    .ok_or(Step::Fail(Error::Exhausted))?;
+                for (j, &o) in order.iter().enumerate() {
+                    let p = sp.nth(j as u64).ok_or(Step::Fail(Error::Exhausted))?;
+                    if p != all[o].position {
+                        rows.push((all[o].id, p));
+                    }
+                }
+            }
+        }
+        let relabelled = rows.len() as u64;
+        let writes = if rows.is_empty() {
+            Vec::new()
+        } else {
+            vec![Write::Assign { parent, rows }]
+        };
+        Ok(Plan {
+            writes,
+            insert: None,
+            position: None,
+            relabelled,
+        })
+    }
+}
+
+fn split_bound(rows: &[Row], k: u64) -> (&[Row], Option<&Row>) {
+    if rows.len() as u64 > k {
+        let (items, rest) = rows.split_at(rows.len() - 1);
+        (items, rest.first())
+    } else {
+        (rows, None)
+    }
+}
+
+fn shift(parent: Id, from: i64, to: i64, delta: i64) -> Write {
+    Write::Shift {
+        parent,
+        from,
+        to,
+        delta,
+        rows: (to - from + 1).max(0) as u64,
+    }
+}
+
+/// Completes a plan: the insert, or the mover's final write.
+fn finish(
+    mut writes: Vec<Write>,
+    parent: Id,
+    pos: Position,
+    mover: Option<Row>,
+    relabelled: u64,
+) -> Plan {
+    match mover {
+        None => Plan {
+            writes,
+            insert: Some((parent, pos.clone())),
+            position: Some(pos),
+            relabelled,
+        },
+        Some(m) => {
+            writes.push(Write::Set {
+                id: m.id,
+                parent,
+                position: pos.clone(),
+            });
+            Plan {
+                writes,
+                insert: None,
+                position: Some(pos),
+                relabelled,
+            }
+        }
+    }
+}
+
+/// Marks the members of one longest strictly increasing subsequence (O(n log n)).
+fn lis(seq: &[usize]) -> Vec<bool> {
+    let n = seq.len();
+    let mut tails: Vec<usize> = Vec::new(); // indices into seq
+    let mut prev = vec![usize::MAX; n];
+    for i in 0..n {
+        let pos = tails.partition_point(|&t| seq[t] < seq[i]);
+        if pos > 0 {
+            prev[i] = tails[pos - 1];
+        }
+        if pos == tails.len() {
+            tails.push(i);
+        } else {
+            tails[pos] = i;
+        }
+    }
+    let mut keep = vec![false; n];
+    let mut cur = tails.last().copied().unwrap_or(usize::MAX);
+    while cur != usize::MAX {
+        keep[cur] = true;
+        cur = prev[cur];
+    }
+    keep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lis;
+
+    #[test]
+    fn lis_marks_a_longest_run() {
+        let keep = lis(&[3, 0, 1, 4, 2]);
+        assert_eq!(keep.iter().filter(|k| **k).count(), 3);
+        assert_eq!(lis(&[0, 1, 2]), vec![true; 3]);
+        assert_eq!(lis(&[]), Vec::<bool>::new());
+    }
+}

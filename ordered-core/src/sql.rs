@@ -1,0 +1,662 @@
+//! SQL text per engine. Identifiers are quoted per engine and every value is a bind
+//! parameter; the adapters execute these statements as they are.
+
+use std::fmt::Write as _;
+
+use crate::Id;
+use crate::plan::{RangeRead, Read, Write};
+use crate::position::{PARK_POSITION, Position, PositionKind, TEMP_KEY_PREFIX};
+use crate::spec::Spec;
+
+/// The SQL engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Dialect {
+    /// PostgreSQL 12 or later.
+    Postgres,
+    /// MySQL 8 or MariaDB 10.6 or later (InnoDB).
+    Mysql,
+    /// SQLite 3.35 or later.
+    Sqlite,
+}
+
+/// A bind value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Arg {
+    /// A 64-bit integer (`BIGINT`).
+    I64(i64),
+    /// Text.
+    Text(String),
+}
+
+impl From<&Position> for Arg {
+    fn from(p: &Position) -> Self {
+        match p {
+            Position::Int(v) => Arg::I64(*v),
+            Position::Key(k) => Arg::Text(k.clone()),
+        }
+    }
+}
+
+/// What a statement returns, which tells the adapter how to decode its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Returns {
+    /// Nothing; the adapter reports the affected row count.
+    Nothing,
+    /// Item rows: `o_id BIGINT, o_parent BIGINT, o_pos` (BIGINT or TEXT by
+    /// [`PositionKind`]).
+    Rows,
+    /// Parent rows: `o_id BIGINT, o_version BIGINT`.
+    Parent,
+    /// One row `o_count BIGINT`.
+    Count,
+}
+
+/// One statement with its binds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Statement {
+    /// The SQL text, with the engine's placeholders (`$1` or `?`).
+    pub sql: String,
+    /// The binds, in placeholder order.
+    pub args: Vec<Arg>,
+    /// How to read the result.
+    pub returns: Returns,
+}
+
+/// Rows per chunked `CASE` statement (keeps binds far below every engine's limit).
+pub const CHUNK: usize = 200;
+
+/// Quotes an identifier for the engine (doubling any embedded quote character).
+pub fn quote(d: Dialect, ident: &str) -> String {
+    match d {
+        Dialect::Mysql => format!("`{}`", ident.replace('`', "``")),
+        _ => format!("\"{}\"", ident.replace('"', "\"\"")),
+    }
+}
+
+struct B {
+    d: Dialect,
+    sql: String,
+    args: Vec<Arg>,
+}
+
+impl B {
+    fn new(d: Dialect) -> Self {
+        B {
+            d,
+            sql: String::with_capacity(160),
+            args: Vec::new(),
+        }
+    }
+    fn s(&mut self, s: &str) -> &mut Self {
+        self.sql.push_str(s);
+        self
+    }
+    fn id(&mut self, ident: &str) -> &mut Self {
+        let q = quote(self.d, ident);
+        self.sql.push_str(&q);
+        self
+    }
+    fn bind(&mut self, a: Arg) -> &mut Self {
+        self.args.push(a);
+        match self.d {
+            Dialect::Postgres => {
+                let _ = write!(self.sql, "${}", self.args.len());
+            }
+            _ => self.sql.push('?'),
+        }
+        self
+    }
+    fn i(&mut self, v: i64) -> &mut Self {
+        self.bind(Arg::I64(v))
+    }
+    fn done(self, returns: Returns) -> Statement {
+        Statement {
+            sql: self.sql,
+            args: self.args,
+            returns,
+        }
+    }
+    /// `CAST(<expr> AS BIGINT)` in the engine's spelling.
+    fn cast_int(&mut self, f: impl FnOnce(&mut Self)) -> &mut Self {
+        match self.d {
+            Dialect::Sqlite => f(self),
+            _ => {
+                self.s("CAST(");
+                f(self);
+                self.s(match self.d {
+                    Dialect::Mysql => " AS SIGNED)",
+                    _ => " AS BIGINT)",
+                });
+            }
+        }
+        self
+    }
+}
+
+fn is_key(spec: &Spec) -> bool {
+    matches!(spec.strategy.kind(), PositionKind::Key { .. })
+}
+
+/// The columns every item read selects, aliased `o_id`, `o_parent`, `o_pos`.
+fn item_columns(b: &mut B, spec: &Spec) {
+    b.cast_int(|b| {
+        b.id(spec.id);
+    })
+    .s(" AS o_id, ")
+    .cast_int(|b| {
+        b.id(spec.parent);
+    })
+    .s(" AS o_parent, ");
+    if is_key(spec) {
+        if b.d == Dialect::Mysql {
+            // the column is VARBINARY (byte order, no padding); hand it back as text
+            b.s("CAST(").id(spec.position).s(" AS CHAR)");
+        } else {
+            b.id(spec.position);
+        }
+    } else {
+        b.cast_int(|b| {
+            b.id(spec.position);
+        });
+    }
+    b.s(" AS o_pos");
+}
+
+/// The statements that lock a parent row and bump its version, returning
+/// `(o_id, o_version)` as the version was *before* this operation. Zero rows mean the
+/// parent does not exist.
+///
+/// - PostgreSQL: one `UPDATE ... RETURNING`: the update takes the row lock and creates a
+///   new row version, so a REPEATABLE READ or SERIALIZABLE transaction that waited gets
+///   `40001` instead of reading a stale snapshot (RELIABILITY.md finding 1). Without a
+///   version column the key is set to itself, which has the same effect.
+/// - MySQL: a locking read (`FOR UPDATE` reads the latest committed row), then the bump.
+/// - SQLite: the transaction is `BEGIN IMMEDIATE`; a read, then the bump.
+pub fn lock_parent(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Vec<Statement> {
+    let version_col = |b: &mut B| match spec.version {
+        Some(v) => {
+            b.cast_int(|b| {
+                b.id(v);
+            });
+        }
+        None => {
+            b.cast_int(|b| {
+                b.s("0");
+            });
+        }
+    };
+    match d {
+        Dialect::Postgres => {
+            let mut b = B::new(d);
+            b.s("UPDATE ").id(spec.parent_table).s(" SET ");
+            match spec.version {
+                Some(v) if bump => {
+                    b.id(v).s(" = ").id(v).s(" + 1");
+                }
+                _ => {
+                    b.id(spec.parent_id).s(" = ").id(spec.parent_id);
+                }
+            }
+            b.s(" WHERE ").id(spec.parent_id).s(" = ").i(parent);
+            b.s(" RETURNING ")
+                .cast_int(|b| {
+                    b.id(spec.parent_id);
+                })
+                .s(" AS o_id, ");
+            match spec.version {
+                Some(v) if bump => {
+                    b.s("CAST(").id(v).s(" - 1 AS BIGINT)");
+                }
+                _ => version_col(&mut b),
+            }
+            b.s(" AS o_version");
+            vec![b.done(Returns::Parent)]
+        }
+        Dialect::Mysql | Dialect::Sqlite => {
+            let mut b = B::new(d);
+            b.s("SELECT ")
+                .cast_int(|b| {
+                    b.id(spec.parent_id);
+                })
+                .s(" AS o_id, ");
+            version_col(&mut b);
+            b.s(" AS o_version FROM ")
+                .id(spec.parent_table)
+                .s(" WHERE ")
+                .id(spec.parent_id)
+                .s(" = ")
+                .i(parent);
+            if d == Dialect::Mysql {
+                b.s(" FOR UPDATE");
+            }
+            let mut out = vec![b.done(Returns::Parent)];
+            if let (Some(v), true) = (spec.version, bump) {
+                let mut u = B::new(d);
+                u.s("UPDATE ")
+                    .id(spec.parent_table)
+                    .s(" SET ")
+                    .id(v)
+                    .s(" = ")
+                    .id(v)
+                    .s(" + 1 WHERE ")
+                    .id(spec.parent_id)
+                    .s(" = ")
+                    .i(parent);
+                out.push(u.done(Returns::Nothing));
+            }
+            out
+        }
+    }
+}
+
+/// The statement for a planner read. `locking` adds `FOR UPDATE` on MySQL, where a
+/// plain read inside REPEATABLE READ can see a snapshot older than the parent lock
+/// (RELIABILITY.md finding 2); PostgreSQL and SQLite read fresh rows after the lock.
+pub fn read(d: Dialect, spec: &Spec, r: &Read, locking: bool) -> Statement {
+    let mut b = B::new(d);
+    b.s("SELECT ");
+    item_columns(&mut b, spec);
+    b.s(" FROM ").id(spec.table).s(" WHERE ");
+    match r {
+        Read::Item { id } => {
+            b.id(spec.id).s(" = ").i(*id);
+        }
+        Read::Range(r) => range(&mut b, spec, r),
+    }
+    if locking && d == Dialect::Mysql {
+        b.s(" FOR UPDATE");
+    }
+    b.done(Returns::Rows)
+}
+
+fn range(b: &mut B, spec: &Spec, r: &RangeRead) {
+    b.id(spec.parent).s(" = ").i(r.parent);
+    if let Some(p) = &r.above {
+        b.s(" AND ").id(spec.position).s(" > ").bind(p.into());
+    }
+    if let Some(p) = &r.below {
+        b.s(" AND ").id(spec.position).s(" < ").bind(p.into());
+    }
+    if let Some(x) = r.exclude {
+        b.s(" AND ").id(spec.id).s(" <> ").i(x);
+    }
+    let dir = if r.desc { " DESC" } else { "" };
+    b.s(" ORDER BY ")
+        .id(spec.position)
+        .s(dir)
+        .s(", ")
+        .id(spec.id)
+        .s(dir);
+    if let Some(l) = r.limit {
+        b.s(" LIMIT ").i(i64::try_from(l).unwrap_or(i64::MAX));
+        if r.offset > 0 {
+            b.s(" OFFSET ")
+                .i(i64::try_from(r.offset).unwrap_or(i64::MAX));
+        }
+    }
+}
+
+/// Every item of a collection, `ORDER BY position, id`.
+pub fn list(d: Dialect, spec: &Spec, parent: Id) -> Statement {
+    read(
+        d,
+        spec,
+        &Read::Range(RangeRead {
+            parent,
+            above: None,
+            below: None,
+            desc: false,
+            limit: None,
+            offset: 0,
+            exclude: None,
+        }),
+        false,
+    )
+}
+
+/// How many items of `parent` sort before `position` (the index of the item there).
+pub fn count_before(d: Dialect, spec: &Spec, parent: Id, position: &Position) -> Statement {
+    let mut b = B::new(d);
+    b.s("SELECT ")
+        .cast_int(|b| {
+            b.s("COUNT(*)");
+        })
+        .s(" AS o_count FROM ")
+        .id(spec.table)
+        .s(" WHERE ")
+        .id(spec.parent)
+        .s(" = ")
+        .i(parent)
+        .s(" AND ")
+        .id(spec.position)
+        .s(" < ")
+        .bind(position.into());
+    b.done(Returns::Count)
+}
+
+/// The statements of one planned write.
+pub fn write(d: Dialect, spec: &Spec, w: &Write) -> Vec<Statement> {
+    match w {
+        Write::Set {
+            id,
+            parent,
+            position,
+        } => {
+            let mut b = B::new(d);
+            b.s("UPDATE ")
+                .id(spec.table)
+                .s(" SET ")
+                .id(spec.parent)
+                .s(" = ")
+                .i(*parent)
+                .s(", ")
+                .id(spec.position)
+                .s(" = ")
+                .bind(position.into())
+                .s(" WHERE ")
+                .id(spec.id)
+                .s(" = ")
+                .i(*id);
+            vec![b.done(Returns::Nothing)]
+        }
+        Write::Delete { id } => {
+            let mut b = B::new(d);
+            b.s("DELETE FROM ")
+                .id(spec.table)
+                .s(" WHERE ")
+                .id(spec.id)
+                .s(" = ")
+                .i(*id);
+            vec![b.done(Returns::Nothing)]
+        }
+        Write::Renumber {
+            parent,
+            above,
+            below,
+            first,
+            step,
+            hole_after,
+            ..
+        } => renumber(d, spec, *parent, *above, *below, *first, *step, *hole_after),
+        Write::Assign { parent, rows } => assign(d, spec, *parent, rows),
+        Write::Shift {
+            parent,
+            from,
+            to,
+            delta,
+            ..
+        } => shift(d, spec, *parent, *from, *to, *delta),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn renumber(
+    d: Dialect,
+    spec: &Spec,
+    parent: Id,
+    above: i64,
+    below: i64,
+    first: i64,
+    step: i64,
+    hole_after: u64,
+) -> Vec<Statement> {
+    let hole = i64::try_from(hole_after).unwrap_or(i64::MAX);
+    let ranked = |b: &mut B| {
+        b.s("(SELECT ")
+            .id(spec.id)
+            .s(" AS o_rid, ROW_NUMBER() OVER (ORDER BY ")
+            .id(spec.position)
+            .s(", ")
+            .id(spec.id)
+            .s(") AS o_rn FROM ")
+            .id(spec.table)
+            .s(" WHERE ")
+            .id(spec.parent)
+            .s(" = ")
+            .i(parent)
+            .s(" AND ")
+            .id(spec.position)
+            .s(" > ")
+            .i(above)
+            .s(" AND ")
+            .id(spec.position)
+            .s(" < ")
+            .i(below)
+            .s(") AS o_r");
+    };
+    let value = |b: &mut B| {
+        b.i(first)
+            .s(" + (o_r.o_rn - 1 + CASE WHEN o_r.o_rn > ")
+            .i(hole)
+            .s(" THEN 1 ELSE 0 END) * ")
+            .i(step);
+    };
+    match d {
+        Dialect::Postgres => {
+            // one statement: the DEFERRABLE INITIALLY IMMEDIATE constraint is checked at
+            // its end, so transient duplicates inside it are allowed
+            let mut b = B::new(d);
+            b.s("UPDATE ")
+                .id(spec.table)
+                .s(" AS o_t SET ")
+                .id(spec.position)
+                .s(" = ");
+            value(&mut b);
+            b.s(" FROM ");
+            ranked(&mut b);
+            b.s(" WHERE o_t.").id(spec.id).s(" = o_r.o_rid");
+            vec![b.done(Returns::Nothing)]
+        }
+        Dialect::Mysql => {
+            let mut b = B::new(d);
+            b.s("UPDATE ").id(spec.table).s(" AS o_t JOIN ");
+            ranked(&mut b);
+            b.s(" ON o_t.")
+                .id(spec.id)
+                .s(" = o_r.o_rid SET o_t.")
+                .id(spec.position)
+                .s(" = -(");
+            value(&mut b);
+            b.s(")");
+            vec![b.done(Returns::Nothing), unpark_negated(d, spec, parent)]
+        }
+        Dialect::Sqlite => {
+            let mut b = B::new(d);
+            b.s("UPDATE ")
+                .id(spec.table)
+                .s(" SET ")
+                .id(spec.position)
+                .s(" = -(");
+            value(&mut b);
+            b.s(") FROM ");
+            ranked(&mut b);
+            b.s(" WHERE ")
+                .id(spec.table)
+                .s(".")
+                .id(spec.id)
+                .s(" = o_r.o_rid");
+            vec![b.done(Returns::Nothing), unpark_negated(d, spec, parent)]
+        }
+    }
+}
+
+/// Phase two on MySQL and SQLite: the temporary range `[-(2^62 - 1), -1]` holds final
+/// values negated; flip them back (the parking slot is below that range).
+fn unpark_negated(d: Dialect, spec: &Spec, parent: Id) -> Statement {
+    let mut b = B::new(d);
+    b.s("UPDATE ")
+        .id(spec.table)
+        .s(" SET ")
+        .id(spec.position)
+        .s(" = -")
+        .id(spec.position)
+        .s(" WHERE ")
+        .id(spec.parent)
+        .s(" = ")
+        .i(parent)
+        .s(" AND ")
+        .id(spec.position)
+        .s(" < 0 AND ")
+        .id(spec.position)
+        .s(" > ")
+        .i(PARK_POSITION);
+    b.done(Returns::Nothing)
+}
+
+fn shift(d: Dialect, spec: &Spec, parent: Id, from: i64, to: i64, delta: i64) -> Vec<Statement> {
+    let range = |b: &mut B| {
+        b.s(" WHERE ")
+            .id(spec.parent)
+            .s(" = ")
+            .i(parent)
+            .s(" AND ")
+            .id(spec.position)
+            .s(" >= ")
+            .i(from)
+            .s(" AND ")
+            .id(spec.position)
+            .s(" <= ")
+            .i(to);
+    };
+    let mut b = B::new(d);
+    b.s("UPDATE ")
+        .id(spec.table)
+        .s(" SET ")
+        .id(spec.position)
+        .s(" = ");
+    match d {
+        Dialect::Postgres => {
+            b.id(spec.position).s(" + ").i(delta);
+            range(&mut b);
+            vec![b.done(Returns::Nothing)]
+        }
+        _ => {
+            // v -> -(v + delta) - 1 in [-(n + 1), -1], then back with -v - 1
+            b.s("-(").id(spec.position).s(" + ").i(delta).s(") - 1");
+            range(&mut b);
+            let mut u = B::new(d);
+            u.s("UPDATE ")
+                .id(spec.table)
+                .s(" SET ")
+                .id(spec.position)
+                .s(" = -")
+                .id(spec.position)
+                .s(" - 1 WHERE ")
+                .id(spec.parent)
+                .s(" = ")
+                .i(parent)
+                .s(" AND ")
+                .id(spec.position)
+                .s(" < 0 AND ")
+                .id(spec.position)
+                .s(" > ")
+                .i(PARK_POSITION);
+            vec![b.done(Returns::Nothing), u.done(Returns::Nothing)]
+        }
+    }
+}
+
+fn id_list(b: &mut B, ids: impl Iterator<Item = Id>) {
+    b.s("(");
+    for (i, id) in ids.enumerate() {
+        if i > 0 {
+            b.s(", ");
+        }
+        b.i(id);
+    }
+    b.s(")");
+}
+
+fn assign(d: Dialect, spec: &Spec, parent: Id, rows: &[(Id, Position)]) -> Vec<Statement> {
+    let key = is_key(spec);
+    let chunks: Vec<&[(Id, Position)]> = rows.chunks(CHUNK).collect();
+    let mut out = Vec::new();
+    let constraint = quote(d, &spec.unique_name());
+    if d == Dialect::Postgres && chunks.len() > 1 {
+        out.push(B::new(d).s_owned(format!("SET CONSTRAINTS {constraint} DEFERRED")));
+    }
+    if d != Dialect::Postgres {
+        // park every assigned row in the temporary range first: these engines check
+        // uniqueness row by row, so a final value may still be held by another row
+        for chunk in &chunks {
+            let mut b = B::new(d);
+            b.s("UPDATE ")
+                .id(spec.table)
+                .s(" SET ")
+                .id(spec.position)
+                .s(" = ");
+            if key {
+                match d {
+                    Dialect::Mysql => {
+                        b.s("CONCAT(")
+                            .bind(Arg::Text(TEMP_KEY_PREFIX.into()))
+                            .s(", ")
+                            .id(spec.position)
+                            .s(")");
+                    }
+                    _ => {
+                        b.bind(Arg::Text(TEMP_KEY_PREFIX.into()))
+                            .s(" || ")
+                            .id(spec.position);
+                    }
+                }
+            } else {
+                b.s("-").id(spec.position).s(" - 1");
+            }
+            b.s(" WHERE ")
+                .id(spec.parent)
+                .s(" = ")
+                .i(parent)
+                .s(" AND ")
+                .id(spec.id)
+                .s(" IN ");
+            id_list(&mut b, chunk.iter().map(|r| r.0));
+            out.push(b.done(Returns::Nothing));
+        }
+    }
+    for chunk in &chunks {
+        let mut b = B::new(d);
+        b.s("UPDATE ")
+            .id(spec.table)
+            .s(" SET ")
+            .id(spec.position)
+            .s(" = CASE ")
+            .id(spec.id);
+        for (id, p) in chunk.iter() {
+            b.s(" WHEN ").i(*id).s(" THEN ");
+            match (d, p) {
+                (Dialect::Postgres, Position::Int(_)) => {
+                    b.s("CAST(").bind(p.into()).s(" AS BIGINT)");
+                }
+                (Dialect::Postgres, Position::Key(_)) => {
+                    b.s("CAST(").bind(p.into()).s(" AS TEXT)");
+                }
+                _ => {
+                    b.bind(p.into());
+                }
+            }
+        }
+        b.s(" END WHERE ")
+            .id(spec.parent)
+            .s(" = ")
+            .i(parent)
+            .s(" AND ")
+            .id(spec.id)
+            .s(" IN ");
+        id_list(&mut b, chunk.iter().map(|r| r.0));
+        out.push(b.done(Returns::Nothing));
+    }
+    if d == Dialect::Postgres && chunks.len() > 1 {
+        // surface a leftover duplicate here rather than at COMMIT
+        out.push(B::new(d).s_owned(format!("SET CONSTRAINTS {constraint} IMMEDIATE")));
+    }
+    out
+}
+
+impl B {
+    fn s_owned(mut self, sql: String) -> Statement {
+        self.sql = sql;
+        self.done(Returns::Nothing)
+    }
+}

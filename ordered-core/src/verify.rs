@@ -1,0 +1,83 @@
+//! Checking a collection read from the database.
+
+use crate::Id;
+use crate::plan::Row;
+use crate::position::{Position, PositionKind};
+use crate::spec::Spec;
+
+/// What [`verify`] found wrong with a collection. Empty lists mean it is sound.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Report {
+    /// Items checked.
+    pub items: u64,
+    /// Positions held by more than one item, with those items.
+    pub duplicates: Vec<(Position, Vec<Id>)>,
+    /// Items whose position is outside the strategy's domain, malformed, or of the
+    /// wrong kind.
+    pub invalid: Vec<Id>,
+    /// Items whose key is longer than the cap.
+    pub over_long: Vec<Id>,
+    /// Whether the rows came back out of order (an engine or collation problem).
+    pub misordered: bool,
+}
+
+impl Report {
+    /// Whether nothing is wrong.
+    pub fn is_ok(&self) -> bool {
+        self.duplicates.is_empty()
+            && self.invalid.is_empty()
+            && self.over_long.is_empty()
+            && !self.misordered
+    }
+}
+
+/// Checks rows read with `ORDER BY position, id`: duplicates, positions outside the
+/// domain, over-long keys, and that the database's order is the byte order.
+pub fn verify(spec: &Spec, rows: &[Row]) -> Report {
+    let mut r = Report {
+        items: rows.len() as u64,
+        ..Report::default()
+    };
+    let cap = match spec.strategy.kind() {
+        PositionKind::Key { max_len } => Some(max_len),
+        PositionKind::Integer => None,
+    };
+    for w in rows.windows(2) {
+        if (&w[0].position, w[0].id) > (&w[1].position, w[1].id) {
+            r.misordered = true;
+        }
+    }
+    let mut i = 0;
+    while i < rows.len() {
+        let mut j = i + 1;
+        while j < rows.len() && rows[j].position == rows[i].position {
+            j += 1;
+        }
+        if j - i > 1 {
+            r.duplicates.push((
+                rows[i].position.clone(),
+                rows[i..j].iter().map(|x| x.id).collect(),
+            ));
+        }
+        i = j;
+    }
+    for row in rows {
+        if spec.strategy.check(&row.position).is_err() {
+            r.invalid.push(row.id);
+        }
+        if let (Some(cap), Position::Key(k)) = (cap, &row.position)
+            && k.len() > cap
+        {
+            r.over_long.push(row.id);
+        }
+    }
+    if spec.strategy.is_dense() {
+        for (i, row) in rows.iter().enumerate() {
+            if row.position != Position::Int(i as i64) && !r.invalid.contains(&row.id) {
+                r.invalid.push(row.id);
+            }
+        }
+    }
+    r
+}
