@@ -1,0 +1,462 @@
+//! `#[derive(Ordered)]` for `ordered-diesel`. Not intended to be used directly: depend
+//! on `ordered-diesel`, which re-exports it.
+
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as TokenStream2};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Data, DeriveInput, Fields, Ident, LitInt, LitStr, Path, Type};
+
+/// Implements `ordered_diesel::Ordered` for a Diesel model. See the `ordered-diesel`
+/// documentation for the attributes.
+#[proc_macro_derive(Ordered, attributes(ordered, diesel))]
+pub fn derive_ordered(input: TokenStream) -> TokenStream {
+    derive_inner(input.into()).into()
+}
+
+const FORMAT: &str = "the correct format looks like `#[ordered(scope = playlist_id, parent = playlists, position = position, strategy = gapped)]`";
+const KEYS: &str = "scope, parent, parent_key, position, id, version, strategy, spacing, max_len, policy, unique, table";
+
+fn derive_inner(input: TokenStream2) -> TokenStream2 {
+    let ast: DeriveInput = match syn::parse2(input) {
+        Ok(a) => a,
+        Err(e) => return e.to_compile_error(),
+    };
+    match parse(&ast).and_then(|a| expand(&ast, a)) {
+        Ok(ts) => ts,
+        Err(e) => {
+            // a fallback impl keeps the rest of the user's code from erroring too
+            let name = &ast.ident;
+            let err = e.to_compile_error();
+            quote! {
+                #err
+                const _: () = {
+                    impl ::ordered_diesel::Ordered for #name {
+                        const SPEC: ::ordered_diesel::Spec = ::ordered_diesel::__private::FALLBACK_SPEC;
+                    }
+                };
+            }
+        }
+    }
+}
+
+/// One `key = value` with the key's span.
+struct Val<T> {
+    key: Ident,
+    value: T,
+}
+
+#[derive(Default)]
+struct Attrs {
+    table: Option<Path>,
+    table_name: Option<Val<LitStr>>,
+    scope: Option<Val<Ident>>,
+    parent: Option<Val<Path>>,
+    parent_key: Option<Val<Ident>>,
+    position: Option<Val<Ident>>,
+    id: Option<Val<Ident>>,
+    version: Option<Val<Ident>>,
+    strategy: Option<Val<Path>>,
+    spacing: Option<Val<LitInt>>,
+    max_len: Option<Val<LitInt>>,
+    policy: Option<Val<Ident>>,
+    unique: Option<Val<LitStr>>,
+}
+
+fn set<T>(slot: &mut Option<Val<T>>, key: &Ident, value: T) -> syn::Result<()> {
+    if slot.is_some() {
+        return Err(syn::Error::new(
+            key.span(),
+            format!("duplicate `{key}` in #[ordered(...)]; give it once"),
+        ));
+    }
+    *slot = Some(Val {
+        key: key.clone(),
+        value,
+    });
+    Ok(())
+}
+
+fn parse(ast: &DeriveInput) -> syn::Result<Attrs> {
+    let mut a = Attrs::default();
+    match &ast.data {
+        Data::Struct(s) if matches!(s.fields, Fields::Named(_)) => {}
+        _ => {
+            return Err(syn::Error::new(
+                ast.ident.span(),
+                "#[derive(Ordered)] needs a struct with named fields (a Diesel model)",
+            ));
+        }
+    }
+    let mut saw_ordered = false;
+    for attr in &ast.attrs {
+        if attr.path().is_ident("diesel") {
+            // only `table_name` matters here; other diesel keys are Diesel's business
+            let _ = attr.parse_nested_meta(|meta| {
+                if meta.path.is_ident("table_name") {
+                    a.table = Some(meta.value()?.parse()?);
+                } else if meta.input.peek(syn::Token![=]) {
+                    let _: syn::Expr = meta.value()?.parse()?;
+                } else if meta.input.peek(syn::token::Paren) {
+                    let _content;
+                    syn::parenthesized!(_content in meta.input);
+                    let _: TokenStream2 = _content.parse()?;
+                }
+                Ok(())
+            });
+        }
+        if !attr.path().is_ident("ordered") {
+            continue;
+        }
+        saw_ordered = true;
+        attr.parse_nested_meta(|meta| {
+            let Some(key) = meta.path.get_ident().cloned() else {
+                return Err(meta.error(format!("unknown attribute, expected one of: {KEYS}")));
+            };
+            let help = |e: syn::Error| {
+                let mut e2 =
+                    syn::Error::new(key.span(), format!("`{key}` needs a value: {FORMAT}"));
+                e2.combine(e);
+                e2
+            };
+            let value = || meta.value().map_err(help);
+            match key.to_string().as_str() {
+                "scope" => set(
+                    &mut a.scope,
+                    &key,
+                    value()?
+                        .parse()
+                        .map_err(|e| bad(&key, "a column name", e))?,
+                ),
+                "parent" => set(
+                    &mut a.parent,
+                    &key,
+                    value()?.parse().map_err(|e| bad(&key, "a table name", e))?,
+                ),
+                "parent_key" => set(
+                    &mut a.parent_key,
+                    &key,
+                    value()?
+                        .parse()
+                        .map_err(|e| bad(&key, "a column name", e))?,
+                ),
+                "position" => set(
+                    &mut a.position,
+                    &key,
+                    value()?
+                        .parse()
+                        .map_err(|e| bad(&key, "a column name", e))?,
+                ),
+                "id" => set(
+                    &mut a.id,
+                    &key,
+                    value()?
+                        .parse()
+                        .map_err(|e| bad(&key, "a column name", e))?,
+                ),
+                "version" => set(
+                    &mut a.version,
+                    &key,
+                    value()?
+                        .parse()
+                        .map_err(|e| bad(&key, "a column name of the parent table", e))?,
+                ),
+                "strategy" => set(
+                    &mut a.strategy,
+                    &key,
+                    value()?.parse().map_err(|e| {
+                        bad(
+                            &key,
+                            "`gapped`, `dense`, `fractional` or a path to a strategy const",
+                            e,
+                        )
+                    })?,
+                ),
+                "spacing" => set(
+                    &mut a.spacing,
+                    &key,
+                    value()?
+                        .parse()
+                        .map_err(|e| bad(&key, "an integer literal", e))?,
+                ),
+                "max_len" => set(
+                    &mut a.max_len,
+                    &key,
+                    value()?
+                        .parse()
+                        .map_err(|e| bad(&key, "an integer literal", e))?,
+                ),
+                "policy" => set(
+                    &mut a.policy,
+                    &key,
+                    value()?
+                        .parse()
+                        .map_err(|e| bad(&key, "`window`, `whole` or `never`", e))?,
+                ),
+                "unique" => set(
+                    &mut a.unique,
+                    &key,
+                    value()?
+                        .parse()
+                        .map_err(|e| bad(&key, "a string literal (the constraint name)", e))?,
+                ),
+                "table" => set(
+                    &mut a.table_name,
+                    &key,
+                    value()?
+                        .parse()
+                        .map_err(|e| bad(&key, "a string literal (the SQL table name)", e))?,
+                ),
+                _ => Err(syn::Error::new(
+                    key.span(),
+                    format!("unknown attribute `{key}`, expected one of: {KEYS}"),
+                )),
+            }
+        })?;
+    }
+    if !saw_ordered {
+        return Err(syn::Error::new(
+            ast.ident.span(),
+            format!("#[derive(Ordered)] needs an #[ordered(...)] attribute; {FORMAT}"),
+        ));
+    }
+    Ok(a)
+}
+
+fn bad(key: &Ident, what: &str, e: syn::Error) -> syn::Error {
+    let mut err = syn::Error::new(key.span(), format!("`{key}` takes {what}; {FORMAT}"));
+    err.combine(e);
+    err
+}
+
+fn require<T>(v: &Option<Val<T>>, name: &str, ast: &DeriveInput) -> syn::Result<()> {
+    if v.is_none() {
+        return Err(syn::Error::new(
+            ast.ident.span(),
+            format!("#[ordered(...)] is missing `{name}`; {FORMAT}"),
+        ));
+    }
+    Ok(())
+}
+
+fn last_ident(p: &Path) -> String {
+    p.segments
+        .last()
+        .map(|s| s.ident.to_string())
+        .unwrap_or_default()
+}
+
+fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
+    require(&a.scope, "scope", ast)?;
+    require(&a.parent, "parent", ast)?;
+    let name = &ast.ident;
+    let table: Path = match &a.table {
+        Some(t) => t.clone(),
+        None => {
+            // Diesel's inference: snake_case of the struct name plus `s`
+            let mut s = String::new();
+            for (i, ch) in name.to_string().chars().enumerate() {
+                if ch.is_uppercase() {
+                    if i > 0 {
+                        s.push('_');
+                    }
+                    s.extend(ch.to_lowercase());
+                } else {
+                    s.push(ch);
+                }
+            }
+            s.push('s');
+            syn::parse_str(&s)?
+        }
+    };
+    let table_sql = match &a.table_name {
+        Some(v) => v.value.value(),
+        None => last_ident(&table),
+    };
+    let col = |c: &Ident| quote_spanned!(c.span()=> <#table::#c as ::ordered_diesel::__private::diesel::Column>::NAME);
+    let id_ident =
+        a.id.as_ref()
+            .map_or_else(|| Ident::new("id", Span::call_site()), |v| v.value.clone());
+    let pos_ident = a.position.as_ref().map_or_else(
+        || Ident::new("position", Span::call_site()),
+        |v| v.value.clone(),
+    );
+    let scope = a
+        .scope
+        .as_ref()
+        .map(|v| v.value.clone())
+        .ok_or_else(|| syn::Error::new(name.span(), "missing scope"))?;
+    let parent = a
+        .parent
+        .as_ref()
+        .map(|v| v.value.clone())
+        .ok_or_else(|| syn::Error::new(name.span(), "missing parent"))?;
+    let parent_key = a
+        .parent_key
+        .as_ref()
+        .map_or_else(|| Ident::new("id", Span::call_site()), |v| v.value.clone());
+    let parent_sql = last_ident(&parent);
+    let id_col = col(&id_ident);
+    let scope_col = col(&scope);
+    let pos_col = col(&pos_ident);
+    let pk_col = quote_spanned!(parent_key.span()=> <#parent::#parent_key as ::ordered_diesel::__private::diesel::Column>::NAME);
+    let version = match &a.version {
+        Some(v) => {
+            let c = &v.value;
+            quote_spanned!(c.span()=> ::core::option::Option::Some(<#parent::#c as ::ordered_diesel::__private::diesel::Column>::NAME))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let unique = match &a.unique {
+        Some(v) => {
+            let s = &v.value;
+            quote!(::core::option::Option::Some(#s))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+
+    // strategy
+    enum Kind {
+        Int,
+        Key,
+        Custom,
+    }
+    let (strategy, kind) = match &a.strategy {
+        None => (gapped(&a)?, Kind::Int),
+        Some(v) => match v.value.get_ident().map(Ident::to_string).as_deref() {
+            Some("gapped") => (gapped(&a)?, Kind::Int),
+            Some("dense") => {
+                no_option(&a.spacing, "spacing", "gapped")?;
+                no_option(&a.max_len, "max_len", "fractional")?;
+                (quote!(&::ordered_diesel::Dense), Kind::Int)
+            }
+            Some("fractional") => {
+                no_option(&a.spacing, "spacing", "gapped")?;
+                let max = match &a.max_len {
+                    Some(m) => {
+                        let n: usize = m.value.base10_parse()?;
+                        if !(8..=255).contains(&n) {
+                            return Err(syn::Error::new(
+                                m.value.span(),
+                                "`max_len` must be between 8 and 255",
+                            ));
+                        }
+                        quote!(#n)
+                    }
+                    None => quote!(64usize),
+                };
+                (
+                    quote!(&::ordered_diesel::Fractional::new(::ordered_diesel::__private::Alphabet::BASE62, #max)),
+                    Kind::Key,
+                )
+            }
+            Some(other) if !other.chars().next().is_some_and(char::is_uppercase) => {
+                return Err(syn::Error::new(
+                    v.value.span(),
+                    format!(
+                        "unknown strategy `{other}`, expected `gapped`, `dense`, `fractional` or a path to a const implementing `PositionStrategy`"
+                    ),
+                ));
+            }
+            _ => {
+                let p = &v.value;
+                (quote_spanned!(p.span()=> &#p), Kind::Custom)
+            }
+        },
+    };
+    let policy = match &a.policy {
+        None => quote!(::ordered_diesel::RebalancePolicy::Window),
+        Some(v) => match v.value.to_string().as_str() {
+            "window" => quote!(::ordered_diesel::RebalancePolicy::Window),
+            "whole" => quote!(::ordered_diesel::RebalancePolicy::Whole),
+            "never" => quote!(::ordered_diesel::RebalancePolicy::Never),
+            other => {
+                return Err(syn::Error::new(
+                    v.value.span(),
+                    format!("unknown policy `{other}`, expected `window`, `whole` or `never`"),
+                ));
+            }
+        },
+    };
+
+    // the position field's type must fit the strategy
+    if let Data::Struct(s) = &ast.data {
+        for f in &s.fields {
+            if f.ident.as_ref() == Some(&pos_ident) {
+                let ty = type_name(&f.ty);
+                let ok = match kind {
+                    Kind::Int => matches!(ty.as_deref(), Some("i64" | "i32")),
+                    Kind::Key => matches!(ty.as_deref(), Some("String")),
+                    Kind::Custom => true,
+                };
+                if !ok {
+                    let want = if matches!(kind, Kind::Key) {
+                        "`String` (a fractional key)"
+                    } else {
+                        "`i64` (an integer position)"
+                    };
+                    return Err(syn::Error::new(
+                        f.ty.span(),
+                        format!(
+                            "the position field `{pos_ident}` must be {want} for this strategy"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+
+    let (impl_g, ty_g, where_c) = ast.generics.split_for_impl();
+    Ok(quote! {
+        const _: () = {
+            impl #impl_g ::ordered_diesel::Ordered for #name #ty_g #where_c {
+                const SPEC: ::ordered_diesel::Spec = ::ordered_diesel::Spec {
+                    table: #table_sql,
+                    id: #id_col,
+                    parent: #scope_col,
+                    position: #pos_col,
+                    parent_table: #parent_sql,
+                    parent_id: #pk_col,
+                    version: #version,
+                    unique: #unique,
+                    strategy: #strategy,
+                    policy: #policy,
+                };
+            }
+        };
+    })
+}
+
+fn gapped(a: &Attrs) -> syn::Result<TokenStream2> {
+    no_option(&a.max_len, "max_len", "fractional")?;
+    Ok(match &a.spacing {
+        Some(s) => {
+            let n: i64 = s.value.base10_parse()?;
+            if !(2..=(1 << 40)).contains(&n) {
+                return Err(syn::Error::new(
+                    s.value.span(),
+                    "`spacing` must be between 2 and 2^40",
+                ));
+            }
+            quote!(&::ordered_diesel::Gapped::new(#n))
+        }
+        None => quote!(&::ordered_diesel::Gapped::DEFAULT),
+    })
+}
+
+fn no_option<T>(v: &Option<Val<T>>, name: &str, for_strategy: &str) -> syn::Result<()> {
+    match v {
+        Some(v) => Err(syn::Error::new(
+            v.key.span(),
+            format!("`{name}` only applies to `strategy = {for_strategy}`"),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn type_name(ty: &Type) -> Option<String> {
+    match ty {
+        Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+        _ => None,
+    }
+}

@@ -1,0 +1,772 @@
+//! The operations: each one transaction that locks the parent, reads under the lock,
+//! plans in `ordered-core` and writes.
+
+use std::hash::BuildHasher;
+use std::time::{Duration, Instant};
+
+use diesel::connection::{AnsiTransactionManager, TransactionManager};
+use diesel::result::{DatabaseErrorKind, Error as DieselError, QueryResult};
+use ordered_core::{
+    Action, Controls, Id, Operation, Ordered, Outcome, Placement, Position, PositionKind, Reply,
+    Report, Request, Row, Spec, Statement, sql,
+};
+
+use crate::conn::OrderedConnection;
+use crate::error::{Class, Error, Result, classify};
+
+/// Where the caller's insert must put the new row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slot {
+    /// The collection (parent key).
+    pub parent: Id,
+    /// The position.
+    pub position: Position,
+}
+
+impl Slot {
+    /// The position as an integer (gapped and dense strategies). An error, usable with
+    /// `?` in the insert closure, if the table stores keys.
+    pub fn int(&self) -> QueryResult<i64> {
+        self.position.as_int().ok_or_else(|| {
+            DieselError::SerializationError("the position is a key, not an integer".into())
+        })
+    }
+
+    /// The position as a fractional key. An error, usable with `?` in the insert
+    /// closure, if the table stores integers.
+    pub fn key(&self) -> QueryResult<String> {
+        self.position.as_key().map(str::to_owned).ok_or_else(|| {
+            DieselError::SerializationError("the position is an integer, not a key".into())
+        })
+    }
+}
+
+/// What an insert returns: the caller's own result and the operation's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inserted<T> {
+    /// What the insert closure returned (typically the new row or its id).
+    pub value: T,
+    /// Position, new version, rows written.
+    pub outcome: Outcome,
+}
+
+/// Bounded retries around the whole operation on deadlocks, serialization failures, lock
+/// timeouts and `SQLITE_BUSY` (RELIABILITY.md 3.3). Other errors return at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all (1: no retry).
+    pub max_attempts: u32,
+    /// First backoff; it doubles on each retry.
+    pub base: Duration,
+    /// Longest backoff.
+    pub cap: Duration,
+    /// No new attempt starts after this much time.
+    pub deadline: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// 5 attempts, backoff from 5 ms doubling up to 200 ms with full jitter, 2 s deadline.
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 5,
+            base: Duration::from_millis(5),
+            cap: Duration::from_millis(200),
+            deadline: Duration::from_secs(2),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries.
+    pub const NONE: RetryPolicy = RetryPolicy {
+        max_attempts: 1,
+        base: Duration::ZERO,
+        cap: Duration::ZERO,
+        deadline: Duration::ZERO,
+    };
+
+    fn backoff(&self, attempt: u32) -> Duration {
+        let exp = self
+            .base
+            .saturating_mul(
+                1u32.checked_shl(attempt.saturating_sub(1))
+                    .unwrap_or(u32::MAX),
+            )
+            .min(self.cap);
+        // full jitter: uniform in [0, exp]
+        let r = std::collections::hash_map::RandomState::new().hash_one(Instant::now());
+        let nanos = exp.as_nanos() as u64;
+        Duration::from_nanos(if nanos == 0 { 0 } else { r % (nanos + 1) })
+    }
+}
+
+/// Operations on one ordered table, with options. Build it from a model with
+/// [`Ordering::of`] (or use the [`OrderedDsl`] methods on the model, which take the
+/// defaults), or from a [`Spec`] built at run time with [`Ordering::new`].
+#[derive(Debug, Clone)]
+pub struct Ordering {
+    spec: Spec,
+    expected: Option<i64>,
+    retry: RetryPolicy,
+    controls: Controls,
+    log: Option<fn(&Request) -> Statement>,
+}
+
+impl Ordering {
+    /// Operations on the table `spec` describes.
+    pub fn new(spec: Spec) -> Self {
+        Ordering {
+            spec,
+            expected: None,
+            retry: RetryPolicy::default(),
+            controls: Controls::default(),
+            log: None,
+        }
+    }
+
+    /// Operations on the table of model `M`.
+    pub fn of<M: Ordered>() -> Self {
+        Self::new(M::SPEC)
+    }
+
+    /// Refuse the next writes with [`ordered_core::Error::VersionConflict`] unless the
+    /// collection is at `version` (the one a client read; needs a version column).
+    pub fn expect_version(mut self, version: i64) -> Self {
+        self.expected = Some(version);
+        self
+    }
+
+    /// Sets the retry policy.
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// The table description.
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    #[doc(hidden)]
+    pub fn with_controls(mut self, controls: Controls) -> Self {
+        self.controls = controls;
+        self
+    }
+
+    /// A statement run last inside every write, while the locks are held (the
+    /// reliability suite's operations log).
+    #[doc(hidden)]
+    pub fn with_final_statement(mut self, log: fn(&Request) -> Statement) -> Self {
+        self.log = Some(log);
+        self
+    }
+
+    fn is_key(&self) -> bool {
+        matches!(self.spec.strategy.kind(), PositionKind::Key { .. })
+    }
+
+    /// Runs `req` as one transaction, with retries when the library owns it.
+    fn execute<C, T>(
+        &self,
+        conn: &mut C,
+        req: Request,
+        mut insert: Option<&mut dyn FnMut(&mut C, Slot) -> QueryResult<T>>,
+    ) -> Result<(Outcome, Option<T>)>
+    where
+        C: OrderedConnection,
+    {
+        let started = Instant::now();
+        let mut once_used = false;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = match AnsiTransactionManager::begin_transaction_sql(conn, C::BEGIN) {
+                Ok(()) => {
+                    let r = self.drive(conn, &req, insert.as_deref_mut());
+                    match r {
+                        Ok(v) => match AnsiTransactionManager::commit_transaction(conn) {
+                            Ok(()) => Ok(v),
+                            Err(e) => Err(commit_error(e)),
+                        },
+                        Err(e) => {
+                            // a failed operation leaves nothing behind; on MySQL this also
+                            // ends a transaction that a lock-wait timeout left open
+                            let _ = AnsiTransactionManager::rollback_transaction(conn);
+                            Err(e)
+                        }
+                    }
+                }
+                Err(DieselError::AlreadyInTransaction) => {
+                    // inside the caller's transaction: a savepoint, and no retries
+                    return conn.transaction(|c| self.drive(c, &req, insert.as_deref_mut()));
+                }
+                Err(e) => Err(Error::Database(e)),
+            };
+            let err = match result {
+                Ok(v) => {
+                    if v.0.relabelled > 0 {
+                        tracing::info!(
+                            table = self.spec.table,
+                            relabelled = v.0.relabelled,
+                            attempts = attempt,
+                            "ordered: relabelled"
+                        );
+                    }
+                    return Ok(v);
+                }
+                Err(e) => e,
+            };
+            let class = match &err {
+                Error::Database(e) => classify(e),
+                Error::Ordering(e) if e.is_retryable() => Class::Retry,
+                _ => Class::Fatal,
+            };
+            let retry = match class {
+                Class::Fatal => false,
+                Class::Retry => true,
+                Class::RetryOnce => !std::mem::replace(&mut once_used, true),
+            };
+            if !retry {
+                return Err(err);
+            }
+            if attempt >= self.retry.max_attempts || started.elapsed() >= self.retry.deadline {
+                return Err(match err {
+                    Error::Database(last) => Error::RetriesExhausted {
+                        attempts: attempt,
+                        last,
+                    },
+                    other => other,
+                });
+            }
+            let pause = self
+                .retry
+                .backoff(attempt)
+                .min(self.retry.deadline.saturating_sub(started.elapsed()));
+            tracing::debug!(
+                table = self.spec.table,
+                attempt,
+                error = %err,
+                pause_ms = pause.as_millis() as u64,
+                "ordered: retrying"
+            );
+            std::thread::sleep(pause);
+        }
+    }
+
+    /// One attempt: feeds the state machine until it is done.
+    fn drive<C, T>(
+        &self,
+        conn: &mut C,
+        req: &Request,
+        mut insert: Option<&mut (dyn FnMut(&mut C, Slot) -> QueryResult<T> + '_)>,
+    ) -> Result<(Outcome, Option<T>)>
+    where
+        C: OrderedConnection,
+    {
+        let key = self.is_key();
+        let mut op = Operation::new(self.spec, C::DIALECT, req.clone())
+            .expect_version(self.expected)
+            .with_controls(self.controls);
+        if let Some(log) = self.log {
+            op = op.with_final_statement(log(req));
+        }
+        let mut reply = Reply::None;
+        let mut value = None;
+        loop {
+            match op.next(reply)? {
+                Action::Execute(stmt) => reply = conn.run(&stmt, key)?,
+                Action::Insert { parent, position } => {
+                    let f = insert.as_mut().ok_or_else(|| {
+                        ordered_core::Error::Inconsistent(
+                            "an insert without a row to insert".into(),
+                        )
+                    })?;
+                    value = Some(f(conn, Slot { parent, position })?);
+                    reply = Reply::Inserted;
+                }
+                Action::Done(outcome) => return Ok((outcome, value)),
+            }
+        }
+    }
+
+    fn insert<C, T, F>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        at: Placement,
+        mut f: F,
+    ) -> Result<Inserted<T>>
+    where
+        C: OrderedConnection,
+        F: FnMut(&mut C, Slot) -> QueryResult<T>,
+    {
+        let (outcome, value) = self.execute(conn, Request::Insert { parent, at }, Some(&mut f))?;
+        let value = value
+            .ok_or_else(|| ordered_core::Error::Inconsistent("the insert did not run".into()))?;
+        Ok(Inserted { value, outcome })
+    }
+
+    fn write<C: OrderedConnection>(&self, conn: &mut C, req: Request) -> Result<Outcome> {
+        self.execute::<C, ()>(conn, req, None).map(|(o, _)| o)
+    }
+
+    /// Inserts a row at the start of `parent`'s list. `insert` runs the caller's own
+    /// Diesel insert, with the parent and position in [`Slot`], inside the library's
+    /// transaction (it may run again if the operation is retried).
+    pub fn insert_first<C, T, F>(&self, conn: &mut C, parent: Id, insert: F) -> Result<Inserted<T>>
+    where
+        C: OrderedConnection,
+        F: FnMut(&mut C, Slot) -> QueryResult<T>,
+    {
+        self.insert(conn, parent, Placement::First, insert)
+    }
+
+    /// Inserts a row at the end of `parent`'s list.
+    pub fn insert_last<C, T, F>(&self, conn: &mut C, parent: Id, insert: F) -> Result<Inserted<T>>
+    where
+        C: OrderedConnection,
+        F: FnMut(&mut C, Slot) -> QueryResult<T>,
+    {
+        self.insert(conn, parent, Placement::Last, insert)
+    }
+
+    /// Inserts a row directly before `anchor` in `parent`'s list.
+    pub fn insert_before<C, T, F>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        anchor: Id,
+        insert: F,
+    ) -> Result<Inserted<T>>
+    where
+        C: OrderedConnection,
+        F: FnMut(&mut C, Slot) -> QueryResult<T>,
+    {
+        self.insert(conn, parent, Placement::Before(anchor), insert)
+    }
+
+    /// Inserts a row directly after `anchor` in `parent`'s list.
+    pub fn insert_after<C, T, F>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        anchor: Id,
+        insert: F,
+    ) -> Result<Inserted<T>>
+    where
+        C: OrderedConnection,
+        F: FnMut(&mut C, Slot) -> QueryResult<T>,
+    {
+        self.insert(conn, parent, Placement::After(anchor), insert)
+    }
+
+    /// Inserts a row between `prev` and `next` (`None`: the start or end), which must
+    /// still be adjacent: otherwise [`ordered_core::Error::StaleNeighbours`].
+    pub fn insert_between<C, T, F>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        prev: Option<Id>,
+        next: Option<Id>,
+        insert: F,
+    ) -> Result<Inserted<T>>
+    where
+        C: OrderedConnection,
+        F: FnMut(&mut C, Slot) -> QueryResult<T>,
+    {
+        self.insert(conn, parent, Placement::Between { prev, next }, insert)
+    }
+
+    /// Inserts a row at `index` (0-based; the list's length appends).
+    pub fn insert_at_index<C, T, F>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        index: u64,
+        insert: F,
+    ) -> Result<Inserted<T>>
+    where
+        C: OrderedConnection,
+        F: FnMut(&mut C, Slot) -> QueryResult<T>,
+    {
+        self.insert(conn, parent, Placement::Index(index), insert)
+    }
+
+    /// Moves `item` directly before `anchor` (same collection).
+    pub fn move_before<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+        anchor: Id,
+    ) -> Result<Outcome> {
+        self.write(
+            conn,
+            Request::Move {
+                item,
+                at: Placement::Before(anchor),
+            },
+        )
+    }
+
+    /// Moves `item` directly after `anchor` (same collection).
+    pub fn move_after<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+        anchor: Id,
+    ) -> Result<Outcome> {
+        self.write(
+            conn,
+            Request::Move {
+                item,
+                at: Placement::After(anchor),
+            },
+        )
+    }
+
+    /// Moves `item` between `prev` and `next`, which must still be adjacent once `item`
+    /// is left out.
+    pub fn move_between<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+        prev: Option<Id>,
+        next: Option<Id>,
+    ) -> Result<Outcome> {
+        self.write(
+            conn,
+            Request::Move {
+                item,
+                at: Placement::Between { prev, next },
+            },
+        )
+    }
+
+    /// Moves `item` to the start of its list.
+    pub fn move_to_start<C: OrderedConnection>(&self, conn: &mut C, item: Id) -> Result<Outcome> {
+        self.write(
+            conn,
+            Request::Move {
+                item,
+                at: Placement::First,
+            },
+        )
+    }
+
+    /// Moves `item` to the end of its list.
+    pub fn move_to_end<C: OrderedConnection>(&self, conn: &mut C, item: Id) -> Result<Outcome> {
+        self.write(
+            conn,
+            Request::Move {
+                item,
+                at: Placement::Last,
+            },
+        )
+    }
+
+    /// Moves `item` to `index` of its list (counted without the item).
+    pub fn move_to_index<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+        index: u64,
+    ) -> Result<Outcome> {
+        self.write(
+            conn,
+            Request::Move {
+                item,
+                at: Placement::Index(index),
+            },
+        )
+    }
+
+    /// Moves `item` one place towards the start (nothing if it is first).
+    pub fn move_up<C: OrderedConnection>(&self, conn: &mut C, item: Id) -> Result<Outcome> {
+        self.write(conn, Request::MoveUp { item })
+    }
+
+    /// Moves `item` one place towards the end (nothing if it is last).
+    pub fn move_down<C: OrderedConnection>(&self, conn: &mut C, item: Id) -> Result<Outcome> {
+        self.write(conn, Request::MoveDown { item })
+    }
+
+    /// Exchanges the places of `a` and `b` (same collection).
+    pub fn swap<C: OrderedConnection>(&self, conn: &mut C, a: Id, b: Id) -> Result<Outcome> {
+        self.write(conn, Request::Swap { a, b })
+    }
+
+    /// Moves `item` into collection `parent` at `at`, locking both collections in
+    /// increasing key order.
+    pub fn move_to_parent<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+        parent: Id,
+        at: Placement,
+    ) -> Result<Outcome> {
+        self.write(conn, Request::MoveToParent { item, parent, at })
+    }
+
+    /// Deletes `item` (dense lists close the gap).
+    pub fn remove<C: OrderedConnection>(&self, conn: &mut C, item: Id) -> Result<Outcome> {
+        self.write(conn, Request::Remove { item })
+    }
+
+    /// Sets the whole order of `parent` to `ids`, which must be exactly its current
+    /// items. Writes only the rows that must move (n minus the longest increasing run).
+    pub fn reorder<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        ids: &[Id],
+    ) -> Result<Outcome> {
+        self.write(
+            conn,
+            Request::Reorder {
+                parent,
+                ids: ids.to_vec(),
+            },
+        )
+    }
+
+    /// Spreads `parent`'s items evenly, keeping their order.
+    pub fn rebalance<C: OrderedConnection>(&self, conn: &mut C, parent: Id) -> Result<Outcome> {
+        self.write(conn, Request::Rebalance { parent })
+    }
+
+    /// Repairs what [`Ordering::verify`] reports (duplicates, out-of-domain positions,
+    /// over-long keys) by relabelling the collection in its current `ORDER BY position,
+    /// id` order.
+    pub fn heal<C: OrderedConnection>(&self, conn: &mut C, parent: Id) -> Result<Outcome> {
+        self.rebalance(conn, parent)
+    }
+
+    /// The items of `parent`, `ORDER BY position, id`.
+    pub fn list<C: OrderedConnection>(&self, conn: &mut C, parent: Id) -> Result<Vec<Row>> {
+        match conn.run(&sql::list(C::DIALECT, &self.spec, parent), self.is_key())? {
+            Reply::Rows(rows) => Ok(rows),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// The 0-based index of `item` in its list.
+    pub fn index_of<C: OrderedConnection>(&self, conn: &mut C, item: Id) -> Result<u64> {
+        let read = ordered_core::plan::Read::Item { id: item };
+        let row = match conn.run(
+            &sql::read(C::DIALECT, &self.spec, &read, false),
+            self.is_key(),
+        )? {
+            Reply::Rows(rows) => rows.into_iter().next(),
+            other => return Err(unexpected(&other)),
+        }
+        .ok_or(ordered_core::Error::NotFound { id: item })?;
+        let stmt = sql::count_before(C::DIALECT, &self.spec, row.parent, &row.position);
+        match conn.run(&stmt, self.is_key())? {
+            Reply::Count(n) => Ok(u64::try_from(n).unwrap_or(0)),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Checks `parent`'s collection: duplicate positions, positions outside the domain,
+    /// over-long keys, and that the database returns them in byte order.
+    pub fn verify<C: OrderedConnection>(&self, conn: &mut C, parent: Id) -> Result<Report> {
+        let rows = self.list(conn, parent)?;
+        Ok(ordered_core::verify(&self.spec, &rows))
+    }
+}
+
+fn unexpected(r: &Reply) -> Error {
+    Error::Ordering(ordered_core::Error::Inconsistent(format!(
+        "unexpected reply from the connection: {r:?}"
+    )))
+}
+
+/// A failed COMMIT: a refusal the server stated is a rollback; a lost connection leaves
+/// the outcome unknown.
+fn commit_error(e: DieselError) -> Error {
+    match &e {
+        DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => {
+            Error::CommitUnknown(e)
+        }
+        DieselError::DatabaseError(_, info)
+            if [
+                "server closed the connection",
+                "Lost connection",
+                "gone away",
+                "no connection",
+            ]
+            .iter()
+            .any(|m| info.message().contains(m)) =>
+        {
+            Error::CommitUnknown(e)
+        }
+        DieselError::DatabaseError(..) => Error::Database(e),
+        _ => Error::CommitUnknown(e),
+    }
+}
+
+/// The operations as associated functions of an ordered model, with default options.
+///
+/// ```
+/// # include!("../doctest_setup.rs");
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let conn = &mut setup();
+/// let intro = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "Intro"))?.value;
+/// let demo = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "Demo"))?.value;
+/// let credits = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "Credits"))?.value;
+/// Track::move_before(conn, credits, demo)?;
+/// let order: Vec<i64> = Track::list(conn, 1)?.iter().map(|r| r.id).collect();
+/// assert_eq!(order, [intro, credits, demo]);
+/// # Ok(()) }
+/// ```
+pub trait OrderedDsl: Ordered + Sized {
+    /// [`Ordering::insert_first`].
+    fn insert_first<C, T, F>(conn: &mut C, parent: Id, insert: F) -> Result<Inserted<T>>
+    where
+        C: OrderedConnection,
+        F: FnMut(&mut C, Slot) -> QueryResult<T>,
+    {
+        Ordering::of::<Self>().insert_first(conn, parent, insert)
+    }
+    /// [`Ordering::insert_last`].
+    fn insert_last<C, T, F>(conn: &mut C, parent: Id, insert: F) -> Result<Inserted<T>>
+    where
+        C: OrderedConnection,
+        F: FnMut(&mut C, Slot) -> QueryResult<T>,
+    {
+        Ordering::of::<Self>().insert_last(conn, parent, insert)
+    }
+    /// [`Ordering::insert_before`].
+    fn insert_before<C, T, F>(
+        conn: &mut C,
+        parent: Id,
+        anchor: Id,
+        insert: F,
+    ) -> Result<Inserted<T>>
+    where
+        C: OrderedConnection,
+        F: FnMut(&mut C, Slot) -> QueryResult<T>,
+    {
+        Ordering::of::<Self>().insert_before(conn, parent, anchor, insert)
+    }
+    /// [`Ordering::insert_after`].
+    fn insert_after<C, T, F>(conn: &mut C, parent: Id, anchor: Id, insert: F) -> Result<Inserted<T>>
+    where
+        C: OrderedConnection,
+        F: FnMut(&mut C, Slot) -> QueryResult<T>,
+    {
+        Ordering::of::<Self>().insert_after(conn, parent, anchor, insert)
+    }
+    /// [`Ordering::insert_between`].
+    fn insert_between<C, T, F>(
+        conn: &mut C,
+        parent: Id,
+        prev: Option<Id>,
+        next: Option<Id>,
+        insert: F,
+    ) -> Result<Inserted<T>>
+    where
+        C: OrderedConnection,
+        F: FnMut(&mut C, Slot) -> QueryResult<T>,
+    {
+        Ordering::of::<Self>().insert_between(conn, parent, prev, next, insert)
+    }
+    /// [`Ordering::move_before`].
+    fn move_before<C: OrderedConnection>(conn: &mut C, item: Id, anchor: Id) -> Result<Outcome> {
+        Ordering::of::<Self>().move_before(conn, item, anchor)
+    }
+    /// [`Ordering::move_after`].
+    fn move_after<C: OrderedConnection>(conn: &mut C, item: Id, anchor: Id) -> Result<Outcome> {
+        Ordering::of::<Self>().move_after(conn, item, anchor)
+    }
+    /// [`Ordering::move_between`].
+    fn move_between<C: OrderedConnection>(
+        conn: &mut C,
+        item: Id,
+        prev: Option<Id>,
+        next: Option<Id>,
+    ) -> Result<Outcome> {
+        Ordering::of::<Self>().move_between(conn, item, prev, next)
+    }
+    /// [`Ordering::move_to_start`].
+    fn move_to_start<C: OrderedConnection>(conn: &mut C, item: Id) -> Result<Outcome> {
+        Ordering::of::<Self>().move_to_start(conn, item)
+    }
+    /// [`Ordering::move_to_end`].
+    fn move_to_end<C: OrderedConnection>(conn: &mut C, item: Id) -> Result<Outcome> {
+        Ordering::of::<Self>().move_to_end(conn, item)
+    }
+    /// [`Ordering::move_to_index`].
+    fn move_to_index<C: OrderedConnection>(conn: &mut C, item: Id, index: u64) -> Result<Outcome> {
+        Ordering::of::<Self>().move_to_index(conn, item, index)
+    }
+    /// [`Ordering::move_up`].
+    fn move_up<C: OrderedConnection>(conn: &mut C, item: Id) -> Result<Outcome> {
+        Ordering::of::<Self>().move_up(conn, item)
+    }
+    /// [`Ordering::move_down`].
+    fn move_down<C: OrderedConnection>(conn: &mut C, item: Id) -> Result<Outcome> {
+        Ordering::of::<Self>().move_down(conn, item)
+    }
+    /// [`Ordering::swap`].
+    fn swap<C: OrderedConnection>(conn: &mut C, a: Id, b: Id) -> Result<Outcome> {
+        Ordering::of::<Self>().swap(conn, a, b)
+    }
+    /// [`Ordering::move_to_parent`].
+    fn move_to_parent<C: OrderedConnection>(
+        conn: &mut C,
+        item: Id,
+        parent: Id,
+        at: Placement,
+    ) -> Result<Outcome> {
+        Ordering::of::<Self>().move_to_parent(conn, item, parent, at)
+    }
+    /// [`Ordering::remove`].
+    fn remove<C: OrderedConnection>(conn: &mut C, item: Id) -> Result<Outcome> {
+        Ordering::of::<Self>().remove(conn, item)
+    }
+    /// [`Ordering::reorder`].
+    fn reorder<C: OrderedConnection>(conn: &mut C, parent: Id, ids: &[Id]) -> Result<Outcome> {
+        Ordering::of::<Self>().reorder(conn, parent, ids)
+    }
+    /// [`Ordering::rebalance`].
+    fn rebalance<C: OrderedConnection>(conn: &mut C, parent: Id) -> Result<Outcome> {
+        Ordering::of::<Self>().rebalance(conn, parent)
+    }
+    /// [`Ordering::heal`].
+    fn heal<C: OrderedConnection>(conn: &mut C, parent: Id) -> Result<Outcome> {
+        Ordering::of::<Self>().heal(conn, parent)
+    }
+    /// [`Ordering::list`].
+    fn list<C: OrderedConnection>(conn: &mut C, parent: Id) -> Result<Vec<Row>> {
+        Ordering::of::<Self>().list(conn, parent)
+    }
+    /// [`Ordering::index_of`].
+    fn index_of<C: OrderedConnection>(conn: &mut C, item: Id) -> Result<u64> {
+        Ordering::of::<Self>().index_of(conn, item)
+    }
+    /// [`Ordering::verify`].
+    fn verify<C: OrderedConnection>(conn: &mut C, parent: Id) -> Result<Report> {
+        Ordering::of::<Self>().verify(conn, parent)
+    }
+    /// The operations with options ([`Ordering::expect_version`], retries).
+    fn ordering() -> Ordering {
+        Ordering::of::<Self>()
+    }
+}
+
+impl<M: Ordered> OrderedDsl for M {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_is_bounded_and_jittered() {
+        let p = RetryPolicy::default();
+        for attempt in 1..10 {
+            assert!(p.backoff(attempt) <= p.cap);
+        }
+        assert_eq!(RetryPolicy::NONE.backoff(3), Duration::ZERO);
+    }
+}
