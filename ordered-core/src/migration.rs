@@ -306,9 +306,13 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
         cols.push(format!("{} {ty}", q(d, name)));
     }
     cols.push(format!(
-        "{} {} NOT NULL CONSTRAINT {} CHECK ({})",
+        "{} {} NOT NULL",
         q(d, spec.position),
-        column_type(d, spec),
+        column_type(d, spec)
+    ));
+    // a table constraint: MariaDB refuses a named CHECK inside a column definition
+    cols.push(format!(
+        "CONSTRAINT {} CHECK ({})",
         q(d, &check_name(spec)),
         check_expr(d, spec, false)
     ));

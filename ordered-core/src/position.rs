@@ -93,3 +93,13 @@ pub enum PositionKind {
         max_len: usize,
     },
 }
+
+impl PositionKind {
+    /// The key length cap, for keys.
+    pub fn key_cap(&self) -> Option<usize> {
+        match self {
+            PositionKind::Key { max_len } => Some(*max_len),
+            PositionKind::Integer => None,
+        }
+    }
+}

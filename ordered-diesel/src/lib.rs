@@ -100,6 +100,8 @@ pub use ordered_diesel_derive::Ordered;
 /// The ordering refusals ([`Error::Ordering`]).
 pub use ordered_core::Error as OrderingError;
 pub use ordered_core::key;
+/// The statements the library runs, per engine (for inspection and logging).
+pub use ordered_core::sql;
 pub use ordered_core::{
     Dense, Dialect, Fractional, Gapped, Id, Ordered, Outcome, Placement, Position,
     PositionStrategy, RebalancePolicy, Report, Row, Spec,
@@ -109,7 +111,7 @@ pub use ordered_core::{
 pub mod __private {
     pub use diesel;
     pub use ordered_core::key::Alphabet;
-    pub use ordered_core::{Controls, Request, Statement};
+    pub use ordered_core::{Controls, Reply, Request, Statement};
 
     /// What a derive with errors expands to, so that only the real error is reported.
     pub const FALLBACK_SPEC: ordered_core::Spec = ordered_core::Spec {

@@ -1,0 +1,340 @@
+//! Test harness: one connection per engine that is reachable, tables named per test.
+//!
+//! SQLite always runs (a file in the temp dir, WAL, busy_timeout 5000). PostgreSQL and
+//! MariaDB/MySQL run when `ORDERED_PG_URL` / `ORDERED_MYSQL_URL` are set; with
+//! `ORDERED_REQUIRE_DBS=1` a missing URL or server fails the test instead of skipping.
+#![allow(
+    dead_code,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
+
+use diesel::connection::SimpleConnection;
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text};
+use ordered_diesel::__private::Reply as ordered_core_reply;
+use ordered_diesel::migrations::{create_parent_table, create_table};
+use ordered_diesel::{
+    Dialect, Fractional, Gapped, Id, OrderedConnection, Ordering, PositionStrategy,
+    RebalancePolicy, Slot, Spec,
+};
+
+/// What each test engine must offer besides the library's trait.
+pub trait TestConn: OrderedConnection + SimpleConnection + Send + 'static {
+    fn name() -> &'static str;
+    fn connect(db: &str) -> Self;
+    /// Inserts an item row with its title and slot; returns its id.
+    fn insert_item(&mut self, t: &Tables, title: &str, slot: &Slot) -> QueryResult<Id>;
+    fn exec(&mut self, sql: &str) {
+        self.batch_execute(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+}
+
+#[derive(QueryableByName)]
+struct IdRow {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+}
+
+fn bind_slot<DB, Q>(
+    q: diesel::query_builder::BoxedSqlQuery<'static, DB, Q>,
+    slot: &Slot,
+) -> diesel::query_builder::BoxedSqlQuery<'static, DB, Q>
+where
+    DB: diesel::backend::Backend
+        + diesel::sql_types::HasSqlType<BigInt>
+        + diesel::sql_types::HasSqlType<Text>,
+    i64: diesel::serialize::ToSql<BigInt, DB>,
+    String: diesel::serialize::ToSql<Text, DB>,
+    Q: diesel::query_builder::QueryFragment<DB>,
+{
+    match &slot.position {
+        ordered_diesel::Position::Int(v) => q.bind::<BigInt, _>(*v),
+        ordered_diesel::Position::Key(k) => q.bind::<Text, _>(k.clone()),
+    }
+}
+
+impl TestConn for diesel::SqliteConnection {
+    fn name() -> &'static str {
+        "sqlite"
+    }
+    fn connect(db: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("ordered-test-{db}.db"));
+        for ext in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+        }
+        let mut c = SqliteConnection::establish(path.to_str().unwrap()).unwrap();
+        c.batch_execute(
+            "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;",
+        )
+        .unwrap();
+        c
+    }
+    fn insert_item(&mut self, t: &Tables, title: &str, slot: &Slot) -> QueryResult<Id> {
+        let q = diesel::sql_query(format!(
+            "INSERT INTO \"{}\" (\"parent_id\", \"title\", \"position\") VALUES (?, ?, ?) RETURNING \"id\" AS id",
+            t.items
+        ))
+        .into_boxed::<diesel::sqlite::Sqlite>()
+        .bind::<BigInt, _>(slot.parent)
+        .bind::<Text, _>(title.to_owned());
+        Ok(bind_slot(q, slot).get_result::<IdRow>(self)?.id)
+    }
+}
+
+impl TestConn for diesel::PgConnection {
+    fn name() -> &'static str {
+        "postgres"
+    }
+    fn connect(_db: &str) -> Self {
+        let url = std::env::var("ORDERED_PG_URL").expect("ORDERED_PG_URL");
+        PgConnection::establish(&url).unwrap_or_else(|e| panic!("PostgreSQL at {url}: {e}"))
+    }
+    fn insert_item(&mut self, t: &Tables, title: &str, slot: &Slot) -> QueryResult<Id> {
+        let q = diesel::sql_query(format!(
+            "INSERT INTO \"{}\" (\"parent_id\", \"title\", \"position\") VALUES ($1, $2, $3) RETURNING \"id\" AS id",
+            t.items
+        ))
+        .into_boxed::<diesel::pg::Pg>()
+        .bind::<BigInt, _>(slot.parent)
+        .bind::<Text, _>(title.to_owned());
+        Ok(bind_slot(q, slot).get_result::<IdRow>(self)?.id)
+    }
+}
+
+#[cfg(feature = "mysql")]
+impl TestConn for diesel::MysqlConnection {
+    fn name() -> &'static str {
+        "mysql"
+    }
+    fn connect(_db: &str) -> Self {
+        let url = std::env::var("ORDERED_MYSQL_URL").expect("ORDERED_MYSQL_URL");
+        MysqlConnection::establish(&url).unwrap_or_else(|e| panic!("MySQL at {url}: {e}"))
+    }
+    fn insert_item(&mut self, t: &Tables, title: &str, slot: &Slot) -> QueryResult<Id> {
+        let q = diesel::sql_query(format!(
+            "INSERT INTO `{}` (`parent_id`, `title`, `position`) VALUES (?, ?, ?)",
+            t.items
+        ))
+        .into_boxed::<diesel::mysql::Mysql>()
+        .bind::<BigInt, _>(slot.parent)
+        .bind::<Text, _>(title.to_owned());
+        bind_slot(q, slot).execute(self)?;
+        Ok(
+            diesel::sql_query("SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id")
+                .get_result::<IdRow>(self)?
+                .id,
+        )
+    }
+}
+
+/// Whether an engine should run: its URL is set, or the run requires it.
+pub fn enabled(engine: &str) -> bool {
+    let var = match engine {
+        "postgres" => "ORDERED_PG_URL",
+        "mysql" => "ORDERED_MYSQL_URL",
+        _ => return true,
+    };
+    let set = std::env::var(var).is_ok_and(|v| !v.is_empty());
+    let required = std::env::var("ORDERED_REQUIRE_DBS").is_ok_and(|v| v == "1");
+    if !set && required {
+        panic!("ORDERED_REQUIRE_DBS=1 but {var} is not set");
+    }
+    if !set {
+        eprintln!("skipped {engine}: {var} is not set");
+    }
+    set
+}
+
+/// Runs `f` once per reachable engine.
+#[macro_export]
+macro_rules! each_engine {
+    ($f:ident) => {
+        each_engine!($f, ());
+    };
+    ($f:ident, $arg:expr) => {{
+        if $crate::common::enabled("sqlite") {
+            $f::<diesel::SqliteConnection>($arg);
+        }
+        if $crate::common::enabled("postgres") {
+            $f::<diesel::PgConnection>($arg);
+        }
+        #[cfg(feature = "mysql")]
+        if $crate::common::enabled("mysql") {
+            $f::<diesel::MysqlConnection>($arg);
+        }
+        #[cfg(not(feature = "mysql"))]
+        if std::env::var("ORDERED_REQUIRE_DBS").is_ok_and(|v| v == "1") {
+            panic!("ORDERED_REQUIRE_DBS=1 needs the `mysql` feature (cargo test --all-features)");
+        }
+    }};
+}
+
+/// The tables of one test: names are unique per test so tests run in parallel.
+#[derive(Debug, Clone)]
+pub struct Tables {
+    pub parents: &'static str,
+    pub items: &'static str,
+    pub spec: Spec,
+    pub db: String,
+}
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+pub static GAPPED: Gapped = Gapped::DEFAULT;
+pub static TIGHT: Gapped = Gapped::new(4);
+pub static KEYS: Fractional = Fractional::DEFAULT;
+pub static SHORT_KEYS: Fractional = Fractional::new(ordered_diesel::key::Alphabet::BASE62, 10);
+
+/// Creates fresh parent and item tables for `test` on `C` and returns a connection.
+pub fn setup<C: TestConn>(
+    test: &str,
+    strategy: &'static dyn PositionStrategy,
+    policy: RebalancePolicy,
+    parents: &[Id],
+) -> (C, Tables) {
+    let db = format!("{}_{}", test, C::name());
+    let mut conn = C::connect(&db);
+    let t = tables(test, strategy, policy, db);
+    reset(&mut conn, &t, parents);
+    (conn, t)
+}
+
+pub fn tables(
+    test: &str,
+    strategy: &'static dyn PositionStrategy,
+    policy: RebalancePolicy,
+    db: String,
+) -> Tables {
+    let parents = leak(format!("o_{test}_p"));
+    let items = leak(format!("o_{test}_i"));
+    let spec = Spec {
+        table: items,
+        id: "id",
+        parent: "parent_id",
+        position: "position",
+        parent_table: parents,
+        parent_id: "id",
+        version: Some("version"),
+        unique: None,
+        strategy,
+        policy,
+    };
+    Tables {
+        parents,
+        items,
+        spec,
+        db,
+    }
+}
+
+pub fn reset<C: TestConn>(conn: &mut C, t: &Tables, parents: &[Id]) {
+    let d = C::DIALECT;
+    let q = |s: &str| ordered_diesel::sql::quote(d, s);
+    conn.exec(&format!("DROP TABLE IF EXISTS {}", q(t.items)));
+    conn.exec(&format!("DROP TABLE IF EXISTS {}", q(t.parents)));
+    for m in [
+        create_parent_table(d, &t.spec, &[("name", "VARCHAR(100)")]),
+        create_table(d, &t.spec, &[("title", "VARCHAR(100) NOT NULL")]),
+    ] {
+        for s in &m.up {
+            conn.exec(s);
+        }
+    }
+    for p in parents {
+        conn.exec(&format!(
+            "INSERT INTO {} ({}, {}) VALUES ({p}, 'p{p}')",
+            q(t.parents),
+            q("id"),
+            q("name")
+        ));
+    }
+}
+
+pub fn drop_tables<C: TestConn>(conn: &mut C, t: &Tables) {
+    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    conn.exec(&format!("DROP TABLE IF EXISTS {}", q(t.items)));
+    conn.exec(&format!("DROP TABLE IF EXISTS {}", q(t.parents)));
+}
+
+pub fn ord(t: &Tables) -> Ordering {
+    Ordering::new(t.spec)
+}
+
+/// Inserts an item with the library and returns its id.
+pub fn add<C: TestConn>(
+    conn: &mut C,
+    t: &Tables,
+    parent: Id,
+    at: ordered_diesel::Placement,
+    title: &str,
+) -> Id {
+    let o = ord(t);
+    let f = |c: &mut C, slot: Slot| c.insert_item(t, title, &slot);
+    let r = match at {
+        ordered_diesel::Placement::First => o.insert_first(conn, parent, f),
+        ordered_diesel::Placement::Last => o.insert_last(conn, parent, f),
+        ordered_diesel::Placement::Before(a) => o.insert_before(conn, parent, a, f),
+        ordered_diesel::Placement::After(a) => o.insert_after(conn, parent, a, f),
+        ordered_diesel::Placement::Between { prev, next } => {
+            o.insert_between(conn, parent, prev, next, f)
+        }
+        ordered_diesel::Placement::Index(i) => o.insert_at_index(conn, parent, i, f),
+    };
+    r.unwrap_or_else(|e| panic!("{} insert {title}: {e}", C::name()))
+        .value
+}
+
+pub fn ids<C: TestConn>(conn: &mut C, t: &Tables, parent: Id) -> Vec<Id> {
+    ord(t)
+        .list(conn, parent)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect()
+}
+
+/// Asserts the collection is sound (unique, ordered, in its domain) and returns it.
+pub fn sound<C: TestConn>(conn: &mut C, t: &Tables, parent: Id) -> Vec<ordered_diesel::Row> {
+    let rows = ord(t).list(conn, parent).unwrap();
+    let report = ord(t).verify(conn, parent).unwrap();
+    assert!(report.is_ok(), "{}: {report:?}", C::name());
+    assert!(
+        rows.windows(2).all(|w| w[0].position < w[1].position),
+        "{}: not strictly increasing: {rows:?}",
+        C::name()
+    );
+    rows
+}
+
+pub fn version<C: TestConn>(conn: &mut C, t: &Tables, parent: Id) -> i64 {
+    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let cast = if C::DIALECT == Dialect::Mysql {
+        "SIGNED"
+    } else {
+        "BIGINT"
+    };
+    let stmt = ordered_diesel::sql::Statement {
+        sql: format!(
+            "SELECT CAST({} AS {cast}) AS o_count FROM {} WHERE {} = {parent}",
+            q("version"),
+            q(t.parents),
+            q("id")
+        ),
+        args: vec![],
+        returns: ordered_diesel::sql::Returns::Count,
+    };
+    match conn.run(&stmt, false).unwrap() {
+        ordered_core_reply::Count(v) => v,
+        other => panic!("{other:?}"),
+    }
+}
+
+pub fn strategies() -> [(&'static str, &'static dyn PositionStrategy); 2] {
+    [("gapped", &GAPPED), ("keys", &KEYS)]
+}
