@@ -123,6 +123,32 @@ fn version_down(d: Dialect, spec: &Spec) -> Option<String> {
     })
 }
 
+/// MySQL/MariaDB: an index on the parent column, created only if missing. InnoDB
+/// otherwise lets the `(parent, position)` unique index back the foreign key and drops
+/// its own, after which the unique index can no longer be dropped (error 1553). Both
+/// engines lack a portable `CREATE INDEX IF NOT EXISTS`, hence the prepared statement.
+fn mysql_parent_index(spec: &Spec) -> Vec<String> {
+    let d = Dialect::Mysql;
+    let name = format!("{}_{}_idx", spec.table, spec.parent);
+    let create = format!(
+        "CREATE INDEX {} ON {} ({})",
+        q(d, &name),
+        q(d, spec.table),
+        q(d, spec.parent)
+    );
+    vec![
+        format!(
+            "SET @ordered_ddl = IF((SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = '{}' AND index_name = '{}') = 0, '{}', 'DO 0')",
+            spec.table.replace('\'', "''"),
+            name.replace('\'', "''"),
+            create.replace('\'', "''")
+        ),
+        "PREPARE ordered_stmt FROM @ordered_ddl".to_owned(),
+        "EXECUTE ordered_stmt".to_owned(),
+        "DEALLOCATE PREPARE ordered_stmt".to_owned(),
+    ]
+}
+
 fn unique_up(d: Dialect, spec: &Spec) -> String {
     let (t, u) = (q(d, spec.table), q(d, &spec.unique_name()));
     let cols = format!("{}, {}", q(d, spec.parent), q(d, spec.position));
@@ -167,7 +193,9 @@ fn backfill_value(d: Dialect, spec: &Spec, rn: &str) -> String {
                 let p = 62_i64.pow(k);
                 let idx = match d {
                     Dialect::Mysql => format!("(FLOOR({rn} / {p}) % 62) + 1"),
-                    _ => format!("(({rn} / {p}) % 62) + 1"),
+                    // PostgreSQL's substr takes an integer, not the bigint row_number
+                    Dialect::Postgres => format!("CAST((({rn} / {p}) % 62) + 1 AS INTEGER)"),
+                    Dialect::Sqlite => format!("(({rn} / {p}) % 62) + 1"),
                 };
                 parts.push(format!("SUBSTR('{digits}', {idx}, 1)"));
             }
@@ -265,7 +293,11 @@ pub fn add_ordering(d: Dialect, spec: &Spec, backfill: Backfill<'_>) -> Migratio
             ));
         }
     }
+    if d == Dialect::Mysql {
+        up.extend(mysql_parent_index(spec));
+    }
     up.push(unique_up(d, spec));
+    // on MySQL/MariaDB the parent index stays: the foreign key needs an index
     let mut down = vec![unique_down(d, spec)];
     if d != Dialect::Sqlite {
         down.push(format!(

@@ -248,6 +248,10 @@ fn migrations_per_engine() {
         vec![
             "ALTER TABLE `cards` ADD COLUMN `rank` VARBINARY(65) NOT NULL",
             "ALTER TABLE `cards` ADD CONSTRAINT `cards_rank_domain` CHECK (`rank` <> '')",
+            "SET @ordered_ddl = IF((SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = 'cards' AND index_name = 'cards_column_id_idx') = 0, 'CREATE INDEX `cards_column_id_idx` ON `cards` (`column_id`)', 'DO 0')",
+            "PREPARE ordered_stmt FROM @ordered_ddl",
+            "EXECUTE ordered_stmt",
+            "DEALLOCATE PREPARE ordered_stmt",
             "CREATE UNIQUE INDEX `cards_rank_uq` ON `cards` (`column_id`, `rank`)",
         ]
     );

@@ -24,7 +24,10 @@ use ordered_diesel::{
 /// What each test engine must offer besides the library's trait.
 pub trait TestConn: OrderedConnection + SimpleConnection + Send + 'static {
     fn name() -> &'static str;
+    /// A fresh database for `db` (SQLite: a new file).
     fn connect(db: &str) -> Self;
+    /// Another connection to the same database.
+    fn open(db: &str) -> Self;
     /// Inserts an item row with its title and slot; returns its id.
     fn insert_item(&mut self, t: &Tables, title: &str, slot: &Slot) -> QueryResult<Id>;
     fn exec(&mut self, sql: &str) {
@@ -66,6 +69,10 @@ impl TestConn for diesel::SqliteConnection {
         for ext in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
         }
+        Self::open(db)
+    }
+    fn open(db: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("ordered-test-{db}.db"));
         let mut c = SqliteConnection::establish(path.to_str().unwrap()).unwrap();
         c.batch_execute(
             "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;",
@@ -89,7 +96,10 @@ impl TestConn for diesel::PgConnection {
     fn name() -> &'static str {
         "postgres"
     }
-    fn connect(_db: &str) -> Self {
+    fn connect(db: &str) -> Self {
+        Self::open(db)
+    }
+    fn open(_db: &str) -> Self {
         let url = std::env::var("ORDERED_PG_URL").expect("ORDERED_PG_URL");
         PgConnection::establish(&url).unwrap_or_else(|e| panic!("PostgreSQL at {url}: {e}"))
     }
@@ -110,7 +120,10 @@ impl TestConn for diesel::MysqlConnection {
     fn name() -> &'static str {
         "mysql"
     }
-    fn connect(_db: &str) -> Self {
+    fn connect(db: &str) -> Self {
+        Self::open(db)
+    }
+    fn open(_db: &str) -> Self {
         let url = std::env::var("ORDERED_MYSQL_URL").expect("ORDERED_MYSQL_URL");
         MysqlConnection::establish(&url).unwrap_or_else(|e| panic!("MySQL at {url}: {e}"))
     }
