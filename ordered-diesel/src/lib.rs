@@ -103,7 +103,7 @@ pub use ordered_core::key;
 /// The statements the library runs, per engine (for inspection and logging).
 pub use ordered_core::sql;
 pub use ordered_core::{
-    Dense, Dialect, Fractional, Gapped, Id, Ordered, Outcome, Placement, Position,
+    Dense, Dialect, Fractional, Gapped, Id, Ordered, Outcome, Placement, Position, PositionKind,
     PositionStrategy, RebalancePolicy, Report, Row, Spec,
 };
 

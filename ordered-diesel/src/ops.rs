@@ -166,6 +166,7 @@ impl Ordering {
     }
 
     /// Runs `req` as one transaction, with retries when the library owns it.
+    #[allow(clippy::type_complexity)]
     fn execute<C, T>(
         &self,
         conn: &mut C,
@@ -254,6 +255,7 @@ impl Ordering {
     }
 
     /// One attempt: feeds the state machine until it is done.
+    #[allow(clippy::type_complexity)]
     fn drive<C, T>(
         &self,
         conn: &mut C,

@@ -1,0 +1,124 @@
+//! Writes a Diesel migration folder that adds ordering to a table.
+//!
+//! ```sh
+//! cargo run -p ordered-diesel --features cli --bin ordered-diesel-migration -- \
+//!     --engine postgres --table tracks --scope playlist_id --parent playlists \
+//!     --version-column version --backfill created_at,id --dir migrations
+//! ```
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, ValueEnum};
+use ordered_diesel::migrations::{self, Backfill};
+use ordered_diesel::{Dense, Dialect, Fractional, Gapped, PositionStrategy, RebalancePolicy, Spec};
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Engine {
+    Postgres,
+    Mysql,
+    Sqlite,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Strategy {
+    Gapped,
+    Dense,
+    Fractional,
+}
+
+/// Writes `<dir>/<timestamp>_<name>/{up.sql,down.sql}` adding an ordered position column,
+/// its CHECK and unique constraint, and the parent's version column.
+#[derive(Parser)]
+#[command(name = "ordered-diesel-migration", version)]
+struct Args {
+    /// The engine the SQL is for.
+    #[arg(long, value_enum)]
+    engine: Engine,
+    /// The items table.
+    #[arg(long)]
+    table: String,
+    /// The column holding the parent key.
+    #[arg(long)]
+    scope: String,
+    /// The parent table.
+    #[arg(long)]
+    parent: String,
+    /// The parent table's key column.
+    #[arg(long, default_value = "id")]
+    parent_key: String,
+    /// The items' key column.
+    #[arg(long, default_value = "id")]
+    id: String,
+    /// The position column to add.
+    #[arg(long, default_value = "position")]
+    position: String,
+    /// A version column to add to the parent table.
+    #[arg(long = "version-column")]
+    version_column: Option<String>,
+    /// How positions are chosen.
+    #[arg(long, value_enum, default_value = "gapped")]
+    strategy: Strategy,
+    /// Number existing rows per collection in this order (comma-separated columns).
+    #[arg(long, value_delimiter = ',')]
+    backfill: Vec<String>,
+    /// Where the migrations live.
+    #[arg(long, default_value = "migrations")]
+    dir: PathBuf,
+    /// The migration's name.
+    #[arg(long)]
+    name: Option<String>,
+}
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+fn main() -> ExitCode {
+    let a = Args::parse();
+    static GAPPED: Gapped = Gapped::DEFAULT;
+    static FRACTIONAL: Fractional = Fractional::DEFAULT;
+    let strategy: &'static dyn PositionStrategy = match a.strategy {
+        Strategy::Gapped => &GAPPED,
+        Strategy::Dense => &Dense,
+        Strategy::Fractional => &FRACTIONAL,
+    };
+    let name = a
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("add_ordering_to_{}", a.table));
+    let spec = Spec {
+        table: leak(a.table),
+        id: leak(a.id),
+        parent: leak(a.scope),
+        position: leak(a.position),
+        parent_table: leak(a.parent),
+        parent_id: leak(a.parent_key),
+        version: a.version_column.map(leak),
+        unique: None,
+        strategy,
+        policy: RebalancePolicy::Window,
+    };
+    let dialect = match a.engine {
+        Engine::Postgres => Dialect::Postgres,
+        Engine::Mysql => Dialect::Mysql,
+        Engine::Sqlite => Dialect::Sqlite,
+    };
+    let order: Vec<&str> = a.backfill.iter().map(String::as_str).collect();
+    let backfill = if order.is_empty() {
+        Backfill::None
+    } else {
+        Backfill::By(&order)
+    };
+    let m = migrations::add_ordering(dialect, &spec, backfill);
+    match migrations::write(&a.dir, &name, &m) {
+        Ok(folder) => {
+            println!("{}", folder.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ordered-diesel-migration: cannot write the migration: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

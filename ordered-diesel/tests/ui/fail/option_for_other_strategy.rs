@@ -1,0 +1,11 @@
+use ordered_diesel::Ordered;
+
+diesel::table! { playlists (id) { id -> BigInt, version -> BigInt, } }
+diesel::table! { tracks (id) { id -> BigInt, playlist_id -> BigInt, title -> Text, position -> BigInt, } }
+
+#[derive(Ordered)]
+#[diesel(table_name = tracks)]
+#[ordered(scope = playlist_id, parent = playlists, strategy = fractional, spacing = 16)]
+struct Track { id: i64, playlist_id: i64, position: String }
+
+fn main() {}
