@@ -3,6 +3,9 @@
 //! Embedded SQLite by default; `DATABASE_URL=postgres://...` (or `mysql://...` with
 //! `--features mysql`) runs the same steps on a server.
 
+// Diesel's `table!` generates undocumented modules and items.
+#![allow(missing_docs)]
+
 use std::fmt::Write as _;
 
 use diesel::connection::SimpleConnection;
@@ -33,6 +36,7 @@ diesel::table! {
 #[ordered(scope = playlist_id, parent = demo_playlists, version = version)]
 struct Track {
     id: i64,
+    #[allow(dead_code)] // selected with the row; the demo shows one playlist
     playlist_id: i64,
     title: String,
     position: i64,
