@@ -43,6 +43,7 @@ pub mod migration;
 pub mod model;
 pub mod plan;
 pub mod position;
+pub mod retry;
 pub mod spec;
 pub mod sql;
 pub mod strategy;
@@ -56,6 +57,7 @@ pub use error::Error;
 pub use key::KeyError;
 pub use plan::{Placement, Plan, Request, Row, Write};
 pub use position::{MAX_POSITION, MIN_POSITION, Position, PositionKind};
+pub use retry::RetryPolicy;
 pub use spec::{Ordered, Spec};
 pub use sql::{Arg, Dialect, Returns, Statement};
 pub use strategy::{

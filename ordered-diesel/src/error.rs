@@ -34,43 +34,17 @@ pub enum Error {
     CommitUnknown(DieselError),
 }
 
-/// How a database error should be handled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Class {
-    /// Retry the whole transaction (RELIABILITY.md 3.3).
-    Retry,
-    /// Retry once: a duplicate on the position key should be impossible under the
-    /// protocol, but can be a serialization failure in disguise.
-    RetryOnce,
-    /// Return it.
-    Fatal,
-}
+pub(crate) use ordered_core::retry::Class;
 
+/// Classifies a Diesel error (RELIABILITY.md 3.3): Diesel's own kinds first, then the
+/// engine's message, which is all Diesel exposes for deadlocks and `SQLITE_BUSY`.
 pub(crate) fn classify(e: &DieselError) -> Class {
-    let DieselError::DatabaseError(kind, info) = e else {
-        return Class::Fatal;
-    };
-    let msg = info.message();
-    match kind {
+    match e {
         // PostgreSQL 40001; MySQL 1213 (deadlock, already rolled back by InnoDB)
-        DatabaseErrorKind::SerializationFailure => Class::Retry,
-        DatabaseErrorKind::UniqueViolation => Class::RetryOnce,
-        _ if [
-            "deadlock detected",                       // PostgreSQL 40P01
-            "could not serialize access",              // PostgreSQL 40001 (unmapped paths)
-            "could not obtain lock",                   // PostgreSQL 55P03 (NOWAIT)
-            "canceling statement due to lock timeout", // PostgreSQL 55P03
-            "Deadlock found",                          // MySQL 1213
-            "Lock wait timeout exceeded",              // MySQL 1205: roll back, then retry
-            "Record has changed since last read",      // MariaDB 1020 (snapshot isolation)
-            "database is locked",                      // SQLITE_BUSY / SQLITE_LOCKED
-            "database table is locked",
-            "database is busy",
-        ]
-        .iter()
-        .any(|m| msg.contains(m)) =>
-        {
-            Class::Retry
+        DieselError::DatabaseError(DatabaseErrorKind::SerializationFailure, _) => Class::Retry,
+        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _) => Class::RetryOnce,
+        DieselError::DatabaseError(_, info) => {
+            ordered_core::retry::classify_message(info.message())
         }
         _ => Class::Fatal,
     }

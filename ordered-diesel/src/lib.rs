@@ -93,7 +93,7 @@ mod ops;
 
 pub use conn::OrderedConnection;
 pub use error::{Error, Result};
-pub use ops::{Inserted, OrderedDsl, Ordering, RetryPolicy, Slot};
+pub use ops::{Inserted, OrderedDsl, Ordering, Slot};
 /// Derives [`Ordered`] for a Diesel model; see the crate docs for its attributes.
 pub use ordered_diesel_derive::Ordered;
 
@@ -104,7 +104,7 @@ pub use ordered_core::key;
 pub use ordered_core::sql;
 pub use ordered_core::{
     Dense, Dialect, Fractional, Gapped, Id, Ordered, Outcome, Placement, Position, PositionKind,
-    PositionStrategy, RebalancePolicy, Report, Row, Spec,
+    PositionStrategy, RebalancePolicy, Report, RetryPolicy, Row, Spec,
 };
 
 #[doc(hidden)]

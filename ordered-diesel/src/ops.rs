@@ -1,18 +1,16 @@
 //! The operations: each one transaction that locks the parent, reads under the lock,
 //! plans in `ordered-core` and writes.
 
-use std::hash::BuildHasher;
-use std::time::{Duration, Instant};
-
 use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::result::{DatabaseErrorKind, Error as DieselError, QueryResult};
 use ordered_core::{
     Action, Controls, Id, Operation, Ordered, Outcome, Placement, Position, PositionKind, Reply,
-    Report, Request, Row, Spec, Statement, sql,
+    Report, Request, RetryPolicy, Row, Spec, Statement, sql,
 };
 
 use crate::conn::OrderedConnection;
 use crate::error::{Class, Error, Result, classify};
+use ordered_core::retry::is_connection_lost;
 
 /// Where the caller's insert must put the new row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,56 +46,6 @@ pub struct Inserted<T> {
     pub value: T,
     /// Position, new version, rows written.
     pub outcome: Outcome,
-}
-
-/// Bounded retries around the whole operation on deadlocks, serialization failures, lock
-/// timeouts and `SQLITE_BUSY` (RELIABILITY.md 3.3). Other errors return at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Attempts in all (1: no retry).
-    pub max_attempts: u32,
-    /// First backoff; it doubles on each retry.
-    pub base: Duration,
-    /// Longest backoff.
-    pub cap: Duration,
-    /// No new attempt starts after this much time.
-    pub deadline: Duration,
-}
-
-impl Default for RetryPolicy {
-    /// 5 attempts, backoff from 5 ms doubling up to 200 ms with full jitter, 2 s deadline.
-    fn default() -> Self {
-        RetryPolicy {
-            max_attempts: 5,
-            base: Duration::from_millis(5),
-            cap: Duration::from_millis(200),
-            deadline: Duration::from_secs(2),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// No retries.
-    pub const NONE: RetryPolicy = RetryPolicy {
-        max_attempts: 1,
-        base: Duration::ZERO,
-        cap: Duration::ZERO,
-        deadline: Duration::ZERO,
-    };
-
-    fn backoff(&self, attempt: u32) -> Duration {
-        let exp = self
-            .base
-            .saturating_mul(
-                1u32.checked_shl(attempt.saturating_sub(1))
-                    .unwrap_or(u32::MAX),
-            )
-            .min(self.cap);
-        // full jitter: uniform in [0, exp]
-        let r = std::collections::hash_map::RandomState::new().hash_one(Instant::now());
-        let nanos = exp.as_nanos() as u64;
-        Duration::from_nanos(if nanos == 0 { 0 } else { r % (nanos + 1) })
-    }
 }
 
 /// Operations on one ordered table, with options. Build it from a model with
@@ -176,11 +124,9 @@ impl Ordering {
     where
         C: OrderedConnection,
     {
-        let started = Instant::now();
-        let mut once_used = false;
-        let mut attempt = 0;
+        let mut attempts = ordered_core::retry::Attempts::new(self.retry);
         loop {
-            attempt += 1;
+            let attempt = attempts.begin();
             let result = match AnsiTransactionManager::begin_transaction_sql(conn, C::BEGIN) {
                 Ok(()) => {
                     let r = self.drive(conn, &req, insert.as_deref_mut());
@@ -222,35 +168,28 @@ impl Ordering {
                 Error::Ordering(e) if e.is_retryable() => Class::Retry,
                 _ => Class::Fatal,
             };
-            let retry = match class {
-                Class::Fatal => false,
-                Class::Retry => true,
-                Class::RetryOnce => !std::mem::replace(&mut once_used, true),
-            };
-            if !retry {
-                return Err(err);
+            match attempts.after_failure(class) {
+                Ok(pause) => {
+                    tracing::debug!(
+                        table = self.spec.table,
+                        attempt,
+                        error = %err,
+                        pause_ms = pause.as_millis() as u64,
+                        "ordered: retrying"
+                    );
+                    std::thread::sleep(pause);
+                }
+                Err(true) => {
+                    return Err(match err {
+                        Error::Database(last) => Error::RetriesExhausted {
+                            attempts: attempt,
+                            last,
+                        },
+                        other => other,
+                    });
+                }
+                Err(false) => return Err(err),
             }
-            if attempt >= self.retry.max_attempts || started.elapsed() >= self.retry.deadline {
-                return Err(match err {
-                    Error::Database(last) => Error::RetriesExhausted {
-                        attempts: attempt,
-                        last,
-                    },
-                    other => other,
-                });
-            }
-            let pause = self
-                .retry
-                .backoff(attempt)
-                .min(self.retry.deadline.saturating_sub(started.elapsed()));
-            tracing::debug!(
-                table = self.spec.table,
-                attempt,
-                error = %err,
-                pause_ms = pause.as_millis() as u64,
-                "ordered: retrying"
-            );
-            std::thread::sleep(pause);
         }
     }
 
@@ -590,16 +529,7 @@ fn commit_error(e: DieselError) -> Error {
         DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => {
             Error::CommitUnknown(e)
         }
-        DieselError::DatabaseError(_, info)
-            if [
-                "server closed the connection",
-                "Lost connection",
-                "gone away",
-                "no connection",
-            ]
-            .iter()
-            .any(|m| info.message().contains(m)) =>
-        {
+        DieselError::DatabaseError(_, info) if is_connection_lost(info.message()) => {
             Error::CommitUnknown(e)
         }
         DieselError::DatabaseError(..) => Error::Database(e),
@@ -758,17 +688,3 @@ pub trait OrderedDsl: Ordered + Sized {
 }
 
 impl<M: Ordered> OrderedDsl for M {}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_is_bounded_and_jittered() {
-        let p = RetryPolicy::default();
-        for attempt in 1..10 {
-            assert!(p.backoff(attempt) <= p.cap);
-        }
-        assert_eq!(RetryPolicy::NONE.backoff(3), Duration::ZERO);
-    }
-}

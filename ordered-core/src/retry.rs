@@ -1,0 +1,219 @@
+//! Retries: which engine errors mean "run the whole operation again", and how long to
+//! wait between attempts (RELIABILITY.md 3.3). Shared by the adapters, which see the
+//! errors through different drivers.
+
+use std::hash::BuildHasher;
+use std::time::{Duration, Instant};
+
+/// How an engine error should be handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Retry the whole transaction (deadlock, serialization failure, lock timeout,
+    /// `SQLITE_BUSY`). On MySQL a lock-wait timeout only ends the statement: the adapter
+    /// rolls the transaction back before retrying.
+    Retry,
+    /// Retry once: a duplicate on the position key should be impossible under the
+    /// protocol, but can be a serialization failure in disguise.
+    RetryOnce,
+    /// Return it.
+    Fatal,
+}
+
+/// Message fragments of retryable errors, per engine.
+const RETRYABLE: &[&str] = &[
+    "deadlock detected",                       // PostgreSQL 40P01
+    "could not serialize access",              // PostgreSQL 40001
+    "could not obtain lock",                   // PostgreSQL 55P03 (NOWAIT)
+    "canceling statement due to lock timeout", // PostgreSQL 55P03
+    "Deadlock found",                          // MySQL 1213 (already rolled back)
+    "Lock wait timeout exceeded",              // MySQL 1205: roll back, then retry
+    "Record has changed since last read",      // MariaDB 1020 (snapshot isolation)
+    "database is locked",                      // SQLITE_BUSY / SQLITE_LOCKED
+    "database table is locked",
+    "database is busy",
+];
+
+/// Message fragments of a duplicate key.
+const DUPLICATE: &[&str] = &[
+    "duplicate key value violates unique constraint", // PostgreSQL 23505
+    "Duplicate entry",                                // MySQL 1062
+    "UNIQUE constraint failed",                       // SQLite 2067
+];
+
+/// Classifies an engine error by its message (the drivers report codes differently,
+/// the messages are stable).
+pub fn classify_message(msg: &str) -> Class {
+    if RETRYABLE.iter().any(|m| msg.contains(m)) {
+        Class::Retry
+    } else if DUPLICATE.iter().any(|m| msg.contains(m)) {
+        Class::RetryOnce
+    } else {
+        Class::Fatal
+    }
+}
+
+/// Message fragments that mean the connection was lost (during COMMIT: the outcome is
+/// unknown).
+pub fn is_connection_lost(msg: &str) -> bool {
+    [
+        "server closed the connection",
+        "Lost connection",
+        "gone away",
+        "no connection",
+        "connection closed",
+        "Connection reset",
+        "broken pipe",
+    ]
+    .iter()
+    .any(|m| msg.contains(m))
+}
+
+/// Bounded retries around the whole operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all (1: no retry).
+    pub max_attempts: u32,
+    /// First backoff; it doubles on each retry.
+    pub base: Duration,
+    /// Longest backoff.
+    pub cap: Duration,
+    /// No new attempt starts after this much time.
+    pub deadline: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// 5 attempts, backoff from 5 ms doubling up to 200 ms with full jitter, 2 s deadline.
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 5,
+            base: Duration::from_millis(5),
+            cap: Duration::from_millis(200),
+            deadline: Duration::from_secs(2),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries.
+    pub const NONE: RetryPolicy = RetryPolicy {
+        max_attempts: 1,
+        base: Duration::ZERO,
+        cap: Duration::ZERO,
+        deadline: Duration::ZERO,
+    };
+
+    /// The pause before attempt `attempt + 1`: exponential, capped, with full jitter.
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        let exp = self
+            .base
+            .saturating_mul(
+                1u32.checked_shl(attempt.saturating_sub(1))
+                    .unwrap_or(u32::MAX),
+            )
+            .min(self.cap);
+        let r = std::collections::hash_map::RandomState::new().hash_one(Instant::now());
+        let nanos = u64::try_from(exp.as_nanos()).unwrap_or(u64::MAX);
+        Duration::from_nanos(if nanos == 0 {
+            0
+        } else {
+            r % nanos.saturating_add(1)
+        })
+    }
+
+    /// Whether another attempt may start after `attempt` attempts begun at `started`.
+    pub fn allows(&self, attempt: u32, started: Instant) -> bool {
+        attempt < self.max_attempts && started.elapsed() < self.deadline
+    }
+
+    /// The pause before the next attempt, never past the deadline.
+    pub fn pause(&self, attempt: u32, started: Instant) -> Duration {
+        self.backoff(attempt)
+            .min(self.deadline.saturating_sub(started.elapsed()))
+    }
+}
+
+/// Tracks one operation's attempts and decides whether to retry.
+#[derive(Debug, Clone)]
+pub struct Attempts {
+    policy: RetryPolicy,
+    started: Instant,
+    attempt: u32,
+    once_used: bool,
+}
+
+impl Attempts {
+    /// Starts counting.
+    pub fn new(policy: RetryPolicy) -> Self {
+        Attempts {
+            policy,
+            started: Instant::now(),
+            attempt: 0,
+            once_used: false,
+        }
+    }
+    /// Begins an attempt; returns its number (from 1).
+    pub fn begin(&mut self) -> u32 {
+        self.attempt += 1;
+        self.attempt
+    }
+    /// After a failure of class `c`: `Ok(pause)` to retry after `pause`, `Err(exhausted)`
+    /// to stop, where `exhausted` says whether retries ran out (rather than the error
+    /// not being retryable).
+    pub fn after_failure(&mut self, c: Class) -> Result<Duration, bool> {
+        let retry = match c {
+            Class::Fatal => false,
+            Class::Retry => true,
+            Class::RetryOnce => !std::mem::replace(&mut self.once_used, true),
+        };
+        if !retry {
+            return Err(false);
+        }
+        if !self.policy.allows(self.attempt, self.started) {
+            return Err(true);
+        }
+        Ok(self.policy.pause(self.attempt, self.started))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_per_engine_messages() {
+        assert_eq!(classify_message("ERROR: deadlock detected"), Class::Retry);
+        assert_eq!(
+            classify_message("Lock wait timeout exceeded; try restarting transaction"),
+            Class::Retry
+        );
+        assert_eq!(classify_message("database is locked"), Class::Retry);
+        assert_eq!(
+            classify_message("UNIQUE constraint failed: t.a, t.b"),
+            Class::RetryOnce
+        );
+        assert_eq!(classify_message("syntax error"), Class::Fatal);
+    }
+
+    #[test]
+    fn backoff_is_bounded_and_attempts_stop() {
+        let p = RetryPolicy::default();
+        for attempt in 1..10 {
+            assert!(p.backoff(attempt) <= p.cap);
+        }
+        assert_eq!(RetryPolicy::NONE.backoff(3), Duration::ZERO);
+        let mut a = Attempts::new(RetryPolicy {
+            max_attempts: 2,
+            ..p
+        });
+        a.begin();
+        assert!(a.after_failure(Class::Retry).is_ok());
+        a.begin();
+        assert_eq!(a.after_failure(Class::Retry), Err(true));
+        let mut once = Attempts::new(p);
+        once.begin();
+        assert!(once.after_failure(Class::RetryOnce).is_ok());
+        once.begin();
+        assert_eq!(once.after_failure(Class::RetryOnce), Err(false));
+        assert_eq!(once.after_failure(Class::Fatal), Err(false));
+    }
+}

@@ -1,0 +1,330 @@
+//! `#[derive(DeriveOrdered)]` for `ordered-seaorm`. Not intended to be used directly:
+//! depend on `ordered-seaorm`, which re-exports it.
+
+use heck::ToUpperCamelCase;
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as TokenStream2};
+use quote::{format_ident, quote};
+use syn::{Data, DeriveInput, Fields, Ident, LitInt, LitStr};
+
+/// Implements `ordered_seaorm::OrderedEntity` for the `Entity` of a SeaORM `Model`.
+#[proc_macro_derive(DeriveOrdered, attributes(ordered))]
+pub fn derive_ordered(input: TokenStream) -> TokenStream {
+    derive_inner(input.into()).into()
+}
+
+const FORMAT: &str = "the correct format looks like `#[ordered(parent_table = \"playlists\", strategy = \"gapped\")]` on the Model, and `#[ordered(scope)]` / `#[ordered(position)]` on its fields";
+const KEYS: &str = "parent_table, parent_key, version, strategy, spacing, max_len, policy, unique";
+
+fn derive_inner(input: TokenStream2) -> TokenStream2 {
+    let ast: DeriveInput = match syn::parse2(input) {
+        Ok(a) => a,
+        Err(e) => return e.to_compile_error(),
+    };
+    // SeaORM 2.0's `#[sea_orm::model]` copies the derives onto `ModelEx`: the impl
+    // belongs to the Model alone
+    if ast.ident == "ModelEx" {
+        return TokenStream2::new();
+    }
+    match expand(&ast) {
+        Ok(ts) => ts,
+        Err(e) => e.to_compile_error(),
+    }
+}
+
+#[derive(Default)]
+struct Container {
+    parent_table: Option<LitStr>,
+    parent_key: Option<LitStr>,
+    version: Option<LitStr>,
+    strategy: Option<LitStr>,
+    spacing: Option<LitInt>,
+    max_len: Option<LitInt>,
+    policy: Option<LitStr>,
+    unique: Option<LitStr>,
+}
+
+fn once<T>(slot: &mut Option<T>, key: &Ident, v: T) -> syn::Result<()> {
+    if slot.is_some() {
+        return Err(syn::Error::new(
+            key.span(),
+            format!("duplicate `{key}`; give it once"),
+        ));
+    }
+    *slot = Some(v);
+    Ok(())
+}
+
+fn column_variant(field: &syn::Field) -> syn::Result<Ident> {
+    // `#[sea_orm(enum_name = "...")]` overrides the variant name
+    for attr in &field.attrs {
+        if attr.path().is_ident("sea_orm") {
+            let mut name = None;
+            let _ = attr.parse_nested_meta(|meta| {
+                if meta.path.is_ident("enum_name") {
+                    let s: LitStr = meta.value()?.parse()?;
+                    name = Some(s.value());
+                } else if meta.input.peek(syn::Token![=]) {
+                    let _: syn::Expr = meta.value()?.parse()?;
+                }
+                Ok(())
+            });
+            if let Some(n) = name {
+                return Ok(Ident::new(&n, Span::call_site()));
+            }
+        }
+    }
+    let ident = field
+        .ident
+        .as_ref()
+        .ok_or_else(|| syn::Error::new(Span::call_site(), "a named field"))?;
+    let raw = ident.to_string();
+    let name = raw.trim_start_matches("r#").to_upper_camel_case();
+    Ok(format_ident!("{}", name))
+}
+
+fn is_primary_key(field: &syn::Field) -> bool {
+    field.attrs.iter().any(|attr| {
+        let mut pk = false;
+        if attr.path().is_ident("sea_orm") {
+            let _ = attr.parse_nested_meta(|meta| {
+                if meta.path.is_ident("primary_key") {
+                    pk = true;
+                } else if meta.input.peek(syn::Token![=]) {
+                    let _: syn::Expr = meta.value()?.parse()?;
+                }
+                Ok(())
+            });
+        }
+        pk
+    })
+}
+
+fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
+    if ast.ident != "Model" {
+        return Err(syn::Error::new(
+            ast.ident.span(),
+            "#[derive(DeriveOrdered)] goes on the SeaORM `Model` struct (beside DeriveEntityModel)",
+        ));
+    }
+    let Data::Struct(s) = &ast.data else {
+        return Err(syn::Error::new(
+            ast.ident.span(),
+            "#[derive(DeriveOrdered)] needs a struct",
+        ));
+    };
+    let Fields::Named(fields) = &s.fields else {
+        return Err(syn::Error::new(
+            ast.ident.span(),
+            "#[derive(DeriveOrdered)] needs named fields",
+        ));
+    };
+    let mut c = Container::default();
+    for attr in &ast.attrs {
+        if !attr.path().is_ident("ordered") {
+            continue;
+        }
+        attr.parse_nested_meta(|meta| {
+            let Some(key) = meta.path.get_ident().cloned() else {
+                return Err(meta.error(format!("unknown attribute, expected one of: {KEYS}")));
+            };
+            let bad = |e: syn::Error, what: &str| {
+                let mut err =
+                    syn::Error::new(key.span(), format!("`{key}` takes {what}; {FORMAT}"));
+                err.combine(e);
+                err
+            };
+            let value = meta.value().map_err(|e| bad(e, "a value"))?;
+            match key.to_string().as_str() {
+                "parent_table" => once(
+                    &mut c.parent_table,
+                    &key,
+                    value.parse().map_err(|e| bad(e, "a string literal"))?,
+                ),
+                "parent_key" => once(
+                    &mut c.parent_key,
+                    &key,
+                    value.parse().map_err(|e| bad(e, "a string literal"))?,
+                ),
+                "version" => once(
+                    &mut c.version,
+                    &key,
+                    value.parse().map_err(|e| bad(e, "a string literal"))?,
+                ),
+                "strategy" => once(
+                    &mut c.strategy,
+                    &key,
+                    value.parse().map_err(|e| bad(e, "a string literal"))?,
+                ),
+                "spacing" => once(
+                    &mut c.spacing,
+                    &key,
+                    value.parse().map_err(|e| bad(e, "an integer"))?,
+                ),
+                "max_len" => once(
+                    &mut c.max_len,
+                    &key,
+                    value.parse().map_err(|e| bad(e, "an integer"))?,
+                ),
+                "policy" => once(
+                    &mut c.policy,
+                    &key,
+                    value.parse().map_err(|e| bad(e, "a string literal"))?,
+                ),
+                "unique" => once(
+                    &mut c.unique,
+                    &key,
+                    value.parse().map_err(|e| bad(e, "a string literal"))?,
+                ),
+                _ => Err(syn::Error::new(
+                    key.span(),
+                    format!("unknown attribute `{key}`, expected one of: {KEYS}"),
+                )),
+            }
+        })?;
+    }
+    let mut scope: Option<Ident> = None;
+    let mut position: Option<(Ident, syn::Type)> = None;
+    let mut id: Option<Ident> = None;
+    for f in &fields.named {
+        if is_primary_key(f) && id.is_none() {
+            id = Some(column_variant(f)?);
+        }
+        for attr in &f.attrs {
+            if !attr.path().is_ident("ordered") {
+                continue;
+            }
+            attr.parse_nested_meta(|meta| {
+                let Some(key) = meta.path.get_ident().cloned() else {
+                    return Err(meta.error("expected `scope` or `position`"));
+                };
+                match key.to_string().as_str() {
+                    "scope" => once(&mut scope, &key, column_variant(f)?),
+                    "position" => once(&mut position, &key, (column_variant(f)?, f.ty.clone())),
+                    _ => Err(syn::Error::new(
+                        key.span(),
+                        format!("unknown field marker `{key}`, expected `scope` or `position`"),
+                    )),
+                }
+            })?;
+        }
+    }
+    let need = |what: &str| syn::Error::new(ast.ident.span(), format!("missing {what}; {FORMAT}"));
+    let scope = scope.ok_or_else(|| need("an `#[ordered(scope)]` field"))?;
+    let (position, pos_ty) = position.ok_or_else(|| need("an `#[ordered(position)]` field"))?;
+    let parent_table = c.parent_table.ok_or_else(|| need("`parent_table`"))?;
+    let id = id.unwrap_or_else(|| Ident::new("Id", Span::call_site()));
+    let parent_key = c.parent_key.map_or_else(|| quote!("id"), |k| quote!(#k));
+    let version = c.version.map_or_else(
+        || quote!(::core::option::Option::None),
+        |v| quote!(::core::option::Option::Some(#v)),
+    );
+    let unique = c.unique.map_or_else(
+        || quote!(::core::option::Option::None),
+        |v| quote!(::core::option::Option::Some(#v)),
+    );
+
+    let strategy_name = c
+        .strategy
+        .as_ref()
+        .map_or_else(|| "gapped".to_owned(), LitStr::value);
+    let ty_name = match &pos_ty {
+        syn::Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    let (strategy_ty, strategy_expr, want) = match strategy_name.as_str() {
+        "gapped" | "dense" if c.max_len.is_some() => {
+            return Err(syn::Error::new(
+                c.max_len.as_ref().map_or(Span::call_site(), LitInt::span),
+                "`max_len` only applies to strategy = \"fractional\"",
+            ));
+        }
+        "gapped" => {
+            let spacing: i64 = match &c.spacing {
+                Some(s) => s.base10_parse()?,
+                None => 1024,
+            };
+            (
+                quote!(::ordered_seaorm::Gapped),
+                quote!(::ordered_seaorm::Gapped::new(#spacing)),
+                "i64",
+            )
+        }
+        "dense" => (
+            quote!(::ordered_seaorm::Dense),
+            quote!(::ordered_seaorm::Dense),
+            "i64",
+        ),
+        "fractional" => {
+            if let Some(s) = &c.spacing {
+                return Err(syn::Error::new(
+                    s.span(),
+                    "`spacing` only applies to strategy = \"gapped\"",
+                ));
+            }
+            let max: usize = match &c.max_len {
+                Some(m) => m.base10_parse()?,
+                None => 64,
+            };
+            (
+                quote!(::ordered_seaorm::Fractional),
+                quote!(::ordered_seaorm::Fractional::new(::ordered_seaorm::__private::Alphabet::BASE62, #max)),
+                "String",
+            )
+        }
+        other => {
+            let span = c.strategy.as_ref().map_or(Span::call_site(), LitStr::span);
+            return Err(syn::Error::new(
+                span,
+                format!(
+                    "unknown strategy \"{other}\", expected \"gapped\", \"dense\" or \"fractional\""
+                ),
+            ));
+        }
+    };
+    if ty_name != want && !(want == "i64" && ty_name == "i32") {
+        return Err(syn::Error::new_spanned(
+            &pos_ty,
+            format!("the position field must be `{want}` for strategy \"{strategy_name}\""),
+        ));
+    }
+    let policy = match c.policy.as_ref().map(LitStr::value).as_deref() {
+        None | Some("window") => quote!(::ordered_seaorm::RebalancePolicy::Window),
+        Some("whole") => quote!(::ordered_seaorm::RebalancePolicy::Whole),
+        Some("never") => quote!(::ordered_seaorm::RebalancePolicy::Never),
+        Some(other) => {
+            let span = c.policy.as_ref().map_or(Span::call_site(), LitStr::span);
+            return Err(syn::Error::new(
+                span,
+                format!("unknown policy \"{other}\", expected \"window\", \"whole\" or \"never\""),
+            ));
+        }
+    };
+    Ok(quote! {
+        const _: () = {
+            use ::ordered_seaorm::__private::sea_orm::{EntityName as _, IdenStatic as _};
+            impl ::ordered_seaorm::OrderedEntity for Entity {
+                fn spec() -> ::ordered_seaorm::Spec {
+                    const STRATEGY: #strategy_ty = #strategy_expr;
+                    ::ordered_seaorm::Spec {
+                        table: Entity.table_name(),
+                        id: Column::#id.as_str(),
+                        parent: Column::#scope.as_str(),
+                        position: Column::#position.as_str(),
+                        parent_table: #parent_table,
+                        parent_id: #parent_key,
+                        version: #version,
+                        unique: #unique,
+                        strategy: &STRATEGY,
+                        policy: #policy,
+                    }
+                }
+            }
+        };
+    })
+}

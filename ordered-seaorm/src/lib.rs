@@ -1,0 +1,86 @@
+//! User-defined order in SQL tables for SeaORM 2.0, async: playlist tracks, checklist
+//! steps, board cards. Every move writes one row when a gap exists, concurrent moves are
+//! serialised on the parent row, and a stale request gets a typed error instead of a
+//! silent wrong move. PostgreSQL, MySQL/MariaDB and SQLite.
+//!
+//! ```ignore
+//! #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, DeriveOrdered)]
+//! #[sea_orm(table_name = "tracks")]
+//! #[ordered(parent_table = "playlists", version = "version")]
+//! pub struct Model {
+//!     #[sea_orm(primary_key)]
+//!     pub id: i64,
+//!     #[ordered(scope)]
+//!     pub playlist_id: i64,
+//!     pub title: String,
+//!     #[ordered(position)]
+//!     pub position: i64,
+//! }
+//!
+//! let credits = Entity::ordering().insert_last(&db, 1, |txn, slot| Box::pin(async move {
+//!     ActiveModel { playlist_id: Set(slot.parent), title: Set("Credits".into()),
+//!                   position: Set(slot.int()?), ..Default::default() }.insert(txn).await
+//! })).await?.value;
+//! Entity::ordering().move_before(&db, credits.id, demo.id).await?;
+//! ```
+//!
+//! The runnable version of this is `tests/engines.rs`, on all three engines.
+//!
+//! # The derive
+//! `#[derive(DeriveOrdered)]` goes on the `Model`, beside `DeriveEntityModel` (classic
+//! format) or inside `#[sea_orm::model]` (2.0 format; the copy on `ModelEx` is skipped).
+//! Field markers: `#[ordered(scope)]` (required) and `#[ordered(position)]` (required).
+//! Container options, as string literals: `parent_table` (required), `parent_key`
+//! (`"id"`), `version`, `strategy` (`"gapped"`, `"dense"`, `"fractional"`),
+//! `spacing`, `max_len`, `policy` (`"window"`, `"whole"`, `"never"`), `unique`.
+//! It implements [`OrderedEntity`] for `Entity` from the `Column` variants SeaORM
+//! generates; it does not touch your `ActiveModelBehavior`.
+//!
+//! # Transactions and retries
+//! Pass `&DatabaseConnection` and the library owns the transaction: `BEGIN` (`BEGIN
+//! IMMEDIATE` on SQLite), lock the parent row(s) in increasing key order, read under the
+//! lock, plan, write, commit, with bounded retries on deadlocks, serialization failures,
+//! lock timeouts and `SQLITE_BUSY` (sleeping with `tokio::time`). Pass
+//! `&DatabaseTransaction` and it runs in a savepoint of yours, without retries. SeaORM
+//! gives SQLite pools one connection by default: inside your own transaction, pass the
+//! transaction, not the pool.
+//!
+//! # Crate feature flags
+//! - `serde`: `Serialize`/`Deserialize` for positions, outcomes and errors.
+//!
+//! The library enables no SeaORM driver, runtime or TLS feature: the application does.
+
+mod error;
+pub mod migration;
+mod ops;
+
+pub use error::{Error, Result};
+pub use ops::{InsertFuture, Inserted, Ordering, Slot, dialect};
+/// Derives [`OrderedEntity`] for the `Entity` of a SeaORM `Model`.
+pub use ordered_seaorm_derive::DeriveOrdered;
+
+pub use ordered_core::Error as OrderingError;
+pub use ordered_core::{
+    Dense, Dialect, Fractional, Gapped, Id, Outcome, Placement, Position, PositionKind,
+    PositionStrategy, RebalancePolicy, Report, RetryPolicy, Row, Spec, key, sql,
+};
+
+/// An entity whose rows are ordered within a parent. Implemented by
+/// `#[derive(DeriveOrdered)]`.
+pub trait OrderedEntity: sea_orm::EntityTrait {
+    /// The table's ordering description (SQL names from the entity's `Column`s).
+    fn spec() -> Spec;
+
+    /// The operations on this entity's table.
+    fn ordering() -> Ordering {
+        Ordering::new(Self::spec())
+    }
+}
+
+#[doc(hidden)]
+pub mod __private {
+    pub use ordered_core::key::Alphabet;
+    pub use ordered_core::migration as core_migration;
+    pub use ordered_core::{Controls, Reply, Request, Statement};
+    pub use sea_orm;
+}

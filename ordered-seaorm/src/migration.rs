@@ -1,0 +1,92 @@
+//! `sea-orm-migration` building blocks: call them from your own `MigrationTrait`'s `up`
+//! and `down` with the `SchemaManager` you are given.
+//!
+//! ```ignore
+//! async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+//!     ordered_seaorm::migration::add_ordering(manager, &track::Entity::spec(), Backfill::By(&["created_at", "id"])).await
+//! }
+//! async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+//!     ordered_seaorm::migration::drop_ordering(manager, &track::Entity::spec()).await
+//! }
+//! ```
+
+use ordered_core::Spec;
+pub use ordered_core::migration::{Backfill, Migration};
+use sea_orm::{ConnectionTrait, DbErr};
+use sea_orm_migration::SchemaManager;
+
+use crate::ops::dialect;
+
+/// Runs the statements on one connection: the MySQL steps share session state (a
+/// prepared statement), which a pool would spread over several connections.
+async fn apply(manager: &SchemaManager<'_>, stmts: &[String]) -> Result<(), DbErr> {
+    use sea_orm::{DatabaseExecutor, TransactionTrait};
+    let conn = manager.get_connection();
+    if let DatabaseExecutor::Connection(pool) = conn {
+        let txn = pool.begin().await?;
+        for s in stmts {
+            txn.execute_unprepared(s).await?;
+        }
+        return txn.commit().await;
+    }
+    for s in stmts {
+        conn.execute_unprepared(s).await?;
+    }
+    Ok(())
+}
+
+fn engine(manager: &SchemaManager<'_>) -> Result<ordered_core::Dialect, DbErr> {
+    dialect(manager.get_database_backend()).map_err(DbErr::from)
+}
+
+/// Adds ordering to an existing table: the position column with its domain CHECK, the
+/// `UNIQUE (parent, position)` constraint (deferrable on PostgreSQL), the parent's
+/// version column, and with [`Backfill::By`] the numbering of existing rows (expand and
+/// contract).
+pub async fn add_ordering(
+    manager: &SchemaManager<'_>,
+    spec: &Spec,
+    backfill: Backfill<'_>,
+) -> Result<(), DbErr> {
+    let d = engine(manager)?;
+    apply(
+        manager,
+        &ordered_core::migration::add_ordering(d, spec, backfill).up,
+    )
+    .await
+}
+
+/// Reverts [`add_ordering`].
+pub async fn drop_ordering(manager: &SchemaManager<'_>, spec: &Spec) -> Result<(), DbErr> {
+    let d = engine(manager)?;
+    apply(
+        manager,
+        &ordered_core::migration::add_ordering(d, spec, Backfill::None).down,
+    )
+    .await
+}
+
+/// Creates a new ordered table (`id`, the parent column, your `columns`, the position
+/// column with its constraints). The parent table must exist.
+pub async fn create_ordered_table(
+    manager: &SchemaManager<'_>,
+    spec: &Spec,
+    columns: &[(&str, &str)],
+) -> Result<(), DbErr> {
+    let d = engine(manager)?;
+    apply(
+        manager,
+        &ordered_core::migration::create_table(d, spec, columns).up,
+    )
+    .await
+}
+
+/// Drops a table made by [`create_ordered_table`].
+pub async fn drop_ordered_table(manager: &SchemaManager<'_>, spec: &Spec) -> Result<(), DbErr> {
+    let d = engine(manager)?;
+    apply(
+        manager,
+        &ordered_core::migration::create_table(d, spec, &[]).down,
+    )
+    .await
+}

@@ -1,0 +1,457 @@
+//! The operations, async: each one transaction that locks the parent, reads under the
+//! lock, plans in `ordered-core` and writes.
+
+use std::any::TypeId;
+use std::future::Future;
+use std::pin::Pin;
+
+use ordered_core::retry::{Attempts, Class, classify_message, is_connection_lost};
+use ordered_core::{
+    Action, Arg, Controls, Dialect, Id, Operation, Outcome, Placement, Position, PositionKind,
+    Reply, Report, Request, RetryPolicy, Returns, Row, Spec, Statement, sql,
+};
+use sea_orm::{
+    ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, SqliteTransactionMode,
+    TransactionOptions, TransactionTrait, Value,
+};
+
+use crate::OrderedEntity;
+use crate::error::{Error, Result};
+
+/// Where the caller's insert must put the new row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slot {
+    /// The collection (parent key).
+    pub parent: Id,
+    /// The position.
+    pub position: Position,
+}
+
+impl Slot {
+    /// The position as an integer (gapped and dense strategies); an error usable with
+    /// `?` in the insert closure if the table stores keys.
+    pub fn int(&self) -> Result<i64, DbErr> {
+        self.position
+            .as_int()
+            .ok_or_else(|| DbErr::Type("the position is a key, not an integer".into()))
+    }
+
+    /// The position as a fractional key; an error usable with `?` if the table stores
+    /// integers.
+    pub fn key(&self) -> Result<String, DbErr> {
+        self.position
+            .as_key()
+            .map(str::to_owned)
+            .ok_or_else(|| DbErr::Type("the position is an integer, not a key".into()))
+    }
+}
+
+/// What an insert returns: the caller's own result and the operation's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inserted<T> {
+    /// What the insert closure returned (typically the new model).
+    pub value: T,
+    /// Position, new version, rows written.
+    pub outcome: Outcome,
+}
+
+/// The future an insert closure returns.
+pub type InsertFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, DbErr>> + Send + 'a>>;
+
+/// The engine of a connection.
+pub fn dialect(backend: DbBackend) -> Result<Dialect> {
+    match backend {
+        DbBackend::Postgres => Ok(Dialect::Postgres),
+        DbBackend::MySql => Ok(Dialect::Mysql),
+        DbBackend::Sqlite => Ok(Dialect::Sqlite),
+        #[allow(unreachable_patterns)]
+        _ => Err(Error::Database(DbErr::BackendNotSupported {
+            db: "this backend",
+            ctx: "ordered-seaorm supports PostgreSQL, MySQL/MariaDB and SQLite",
+        })),
+    }
+}
+
+/// Executes one core statement on `db` and decodes its result.
+pub(crate) async fn run<C: ConnectionTrait>(
+    db: &C,
+    stmt: &Statement,
+    key: bool,
+) -> Result<Reply, DbErr> {
+    let backend = db.get_database_backend();
+    let values: Vec<Value> = stmt
+        .args
+        .iter()
+        .map(|a| match a {
+            Arg::I64(v) => Value::from(*v),
+            Arg::Text(t) => Value::from(t.clone()),
+        })
+        .collect();
+    let s = sea_orm::Statement::from_sql_and_values(backend, stmt.sql.clone(), values);
+    Ok(match stmt.returns {
+        Returns::Nothing => Reply::Affected(db.execute_raw(s).await?.rows_affected()),
+        Returns::Rows => {
+            let mut rows = Vec::new();
+            for r in db.query_all_raw(s).await? {
+                let position = if key {
+                    Position::Key(r.try_get::<String>("", "o_pos")?)
+                } else {
+                    Position::Int(r.try_get::<i64>("", "o_pos")?)
+                };
+                rows.push(Row {
+                    id: r.try_get("", "o_id")?,
+                    parent: r.try_get("", "o_parent")?,
+                    position,
+                });
+            }
+            Reply::Rows(rows)
+        }
+        Returns::Parent => {
+            let mut out = Vec::new();
+            for r in db.query_all_raw(s).await? {
+                out.push((
+                    r.try_get::<i64>("", "o_id")?,
+                    r.try_get::<i64>("", "o_version")?,
+                ));
+            }
+            Reply::Parents(out)
+        }
+        Returns::Count => Reply::Count(match db.query_one_raw(s).await? {
+            Some(r) => r.try_get::<i64>("", "o_count")?,
+            None => 0,
+        }),
+    })
+}
+
+fn classify(e: &DbErr) -> Class {
+    classify_message(&e.to_string())
+}
+
+/// Operations on one ordered table, with options. Build it from an entity with
+/// [`Ordering::of`] (or use the [`OrderedEntity`] methods, which take the defaults), or
+/// from a [`Spec`] built at run time with [`Ordering::new`].
+///
+/// Pass a `&DatabaseConnection` to let the library own the transaction (and retry), or
+/// a `&DatabaseTransaction` to run inside yours (a savepoint, no retries). SQLite
+/// transactions are opened `BEGIN IMMEDIATE` (`SqliteTransactionMode::Immediate`).
+#[derive(Debug, Clone)]
+pub struct Ordering {
+    spec: Spec,
+    expected: Option<i64>,
+    retry: RetryPolicy,
+    controls: Controls,
+    log: Option<fn(&Request) -> Statement>,
+}
+
+impl Ordering {
+    /// Operations on the table `spec` describes.
+    pub fn new(spec: Spec) -> Self {
+        Ordering {
+            spec,
+            expected: None,
+            retry: RetryPolicy::default(),
+            controls: Controls::default(),
+            log: None,
+        }
+    }
+
+    /// Operations on the table of entity `E`.
+    pub fn of<E: OrderedEntity>() -> Self {
+        Self::new(E::spec())
+    }
+
+    /// Refuse the next writes with [`ordered_core::Error::VersionConflict`] unless the
+    /// collection is at `version` (needs a version column).
+    pub fn expect_version(mut self, version: i64) -> Self {
+        self.expected = Some(version);
+        self
+    }
+
+    /// Sets the retry policy.
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// The table description.
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    #[doc(hidden)]
+    pub fn with_controls(mut self, controls: Controls) -> Self {
+        self.controls = controls;
+        self
+    }
+
+    #[doc(hidden)]
+    pub fn with_final_statement(mut self, log: fn(&Request) -> Statement) -> Self {
+        self.log = Some(log);
+        self
+    }
+
+    fn is_key(&self) -> bool {
+        matches!(self.spec.strategy.kind(), PositionKind::Key { .. })
+    }
+
+    async fn execute<C, T, F>(
+        &self,
+        db: &C,
+        req: Request,
+        mut insert: Option<F>,
+    ) -> Result<(Outcome, Option<T>)>
+    where
+        C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction> + 'static,
+        F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
+        T: Send,
+    {
+        let nested = TypeId::of::<C>() == TypeId::of::<DatabaseTransaction>();
+        let options = TransactionOptions {
+            sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+            ..TransactionOptions::default()
+        };
+        let mut attempts = Attempts::new(self.retry);
+        loop {
+            let attempt = attempts.begin();
+            let err = match db.begin_with_options(options).await {
+                Err(e) => Error::Database(e),
+                Ok(txn) => match self.drive(&txn, &req, insert.as_mut()).await {
+                    Ok(v) => match txn.commit().await {
+                        Ok(()) => {
+                            if v.0.relabelled > 0 {
+                                tracing::info!(
+                                    table = self.spec.table,
+                                    relabelled = v.0.relabelled,
+                                    attempts = attempt,
+                                    "ordered: relabelled"
+                                );
+                            }
+                            return Ok(v);
+                        }
+                        Err(e) if is_connection_lost(&e.to_string()) => {
+                            return Err(Error::CommitUnknown(e));
+                        }
+                        Err(e) => Error::Database(e),
+                    },
+                    Err(e) => {
+                        // nothing is left behind; on MySQL this also ends a transaction a
+                        // lock-wait timeout left open
+                        let _ = txn.rollback().await;
+                        e
+                    }
+                },
+            };
+            if nested {
+                return Err(err);
+            }
+            let class = match &err {
+                Error::Database(e) => classify(e),
+                Error::Ordering(e) if e.is_retryable() => Class::Retry,
+                _ => Class::Fatal,
+            };
+            match attempts.after_failure(class) {
+                Ok(pause) => {
+                    tracing::debug!(table = self.spec.table, attempt, error = %err, pause_ms = pause.as_millis() as u64, "ordered: retrying");
+                    tokio::time::sleep(pause).await;
+                }
+                Err(true) => {
+                    return Err(match err {
+                        Error::Database(last) => Error::RetriesExhausted {
+                            attempts: attempt,
+                            last,
+                        },
+                        other => other,
+                    });
+                }
+                Err(false) => return Err(err),
+            }
+        }
+    }
+
+    async fn drive<T, F>(
+        &self,
+        txn: &DatabaseTransaction,
+        req: &Request,
+        mut insert: Option<&mut F>,
+    ) -> Result<(Outcome, Option<T>)>
+    where
+        F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
+    {
+        let d = dialect(txn.get_database_backend())?;
+        let key = self.is_key();
+        let mut op = Operation::new(self.spec, d, req.clone())
+            .expect_version(self.expected)
+            .with_controls(self.controls);
+        if let Some(log) = self.log {
+            op = op.with_final_statement(log(req));
+        }
+        let mut reply = Reply::None;
+        let mut value = None;
+        loop {
+            match op.next(reply)? {
+                Action::Execute(stmt) => reply = run(txn, &stmt, key).await?,
+                Action::Insert { parent, position } => {
+                    let f = insert.as_mut().ok_or_else(|| {
+                        ordered_core::Error::Inconsistent(
+                            "an insert without a row to insert".into(),
+                        )
+                    })?;
+                    value = Some(f(txn, Slot { parent, position }).await?);
+                    reply = Reply::Inserted;
+                }
+                Action::Done(outcome) => return Ok((outcome, value)),
+            }
+        }
+    }
+
+    async fn write<C>(&self, db: &C, req: Request) -> Result<Outcome>
+    where
+        C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction> + 'static,
+    {
+        type NoInsert = for<'a> fn(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, ()>;
+        self.execute::<C, (), NoInsert>(db, req, None)
+            .await
+            .map(|(o, _)| o)
+    }
+
+    async fn insert<C, T, F>(&self, db: &C, parent: Id, at: Placement, f: F) -> Result<Inserted<T>>
+    where
+        C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction> + 'static,
+        F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
+        T: Send,
+    {
+        let (outcome, value) = self
+            .execute(db, Request::Insert { parent, at }, Some(f))
+            .await?;
+        let value = value
+            .ok_or_else(|| ordered_core::Error::Inconsistent("the insert did not run".into()))?;
+        Ok(Inserted { value, outcome })
+    }
+}
+
+macro_rules! insert_ops {
+    ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) => $at:expr;)*) => {
+        impl Ordering {
+            $(
+                $(#[$doc])*
+                pub async fn $name<C, T, F>(&self, db: &C, parent: Id, $($arg: $ty,)* insert: F) -> Result<Inserted<T>>
+                where
+                    C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction> + 'static,
+                    F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
+                    T: Send,
+                {
+                    self.insert(db, parent, $at, insert).await
+                }
+            )*
+        }
+    };
+}
+
+insert_ops! {
+    /// Inserts at the start of `parent`'s list. `insert` runs your own insert (e.g.
+    /// `ActiveModel::insert(txn)`) inside the library's transaction with the slot; it
+    /// may run again if the operation is retried.
+    insert_first() => Placement::First;
+    /// Inserts at the end of `parent`'s list.
+    insert_last() => Placement::Last;
+    /// Inserts directly before `anchor`.
+    insert_before(anchor: Id) => Placement::Before(anchor);
+    /// Inserts directly after `anchor`.
+    insert_after(anchor: Id) => Placement::After(anchor);
+    /// Inserts between `prev` and `next`, which must still be adjacent.
+    insert_between(prev: Option<Id>, next: Option<Id>) => Placement::Between { prev, next };
+    /// Inserts at `index` (0-based; the length appends).
+    insert_at_index(index: u64) => Placement::Index(index);
+}
+
+macro_rules! write_ops {
+    ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) => $req:expr;)*) => {
+        impl Ordering {
+            $(
+                $(#[$doc])*
+                pub async fn $name<C>(&self, db: &C, $($arg: $ty),*) -> Result<Outcome>
+                where
+                    C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction> + 'static,
+                {
+                    self.write(db, $req).await
+                }
+            )*
+        }
+    };
+}
+
+write_ops! {
+    /// Moves `item` directly before `anchor` (same collection).
+    move_before(item: Id, anchor: Id) => Request::Move { item, at: Placement::Before(anchor) };
+    /// Moves `item` directly after `anchor` (same collection).
+    move_after(item: Id, anchor: Id) => Request::Move { item, at: Placement::After(anchor) };
+    /// Moves `item` between `prev` and `next`, which must still be adjacent without it.
+    move_between(item: Id, prev: Option<Id>, next: Option<Id>) => Request::Move { item, at: Placement::Between { prev, next } };
+    /// Moves `item` to the start of its list.
+    move_to_start(item: Id) => Request::Move { item, at: Placement::First };
+    /// Moves `item` to the end of its list.
+    move_to_end(item: Id) => Request::Move { item, at: Placement::Last };
+    /// Moves `item` to `index` (counted without the item).
+    move_to_index(item: Id, index: u64) => Request::Move { item, at: Placement::Index(index) };
+    /// Moves `item` one place up (nothing if first).
+    move_up(item: Id) => Request::MoveUp { item };
+    /// Moves `item` one place down (nothing if last).
+    move_down(item: Id) => Request::MoveDown { item };
+    /// Exchanges the places of `a` and `b`.
+    swap(a: Id, b: Id) => Request::Swap { a, b };
+    /// Moves `item` into `parent` at `at`, locking both collections in increasing order.
+    move_to_parent(item: Id, parent: Id, at: Placement) => Request::MoveToParent { item, parent, at };
+    /// Deletes `item`.
+    remove(item: Id) => Request::Remove { item };
+    /// Sets the whole order of `parent`; writes only the rows that must move.
+    reorder(parent: Id, ids: &[Id]) => Request::Reorder { parent, ids: ids.to_vec() };
+    /// Spreads `parent`'s items evenly, keeping their order.
+    rebalance(parent: Id) => Request::Rebalance { parent };
+    /// Repairs what [`Ordering::verify`] reports by relabelling in the current order.
+    heal(parent: Id) => Request::Rebalance { parent };
+}
+
+impl Ordering {
+    /// The items of `parent`, `ORDER BY position, id`.
+    pub async fn list<C: ConnectionTrait>(&self, db: &C, parent: Id) -> Result<Vec<Row>> {
+        let d = dialect(db.get_database_backend())?;
+        match run(db, &sql::list(d, &self.spec, parent), self.is_key()).await? {
+            Reply::Rows(rows) => Ok(rows),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// The 0-based index of `item` in its list.
+    pub async fn index_of<C: ConnectionTrait>(&self, db: &C, item: Id) -> Result<u64> {
+        let d = dialect(db.get_database_backend())?;
+        let read = ordered_core::plan::Read::Item { id: item };
+        let row = match run(db, &sql::read(d, &self.spec, &read, false), self.is_key()).await? {
+            Reply::Rows(rows) => rows.into_iter().next(),
+            other => return Err(unexpected(&other)),
+        }
+        .ok_or(ordered_core::Error::NotFound { id: item })?;
+        match run(
+            db,
+            &sql::count_before(d, &self.spec, row.parent, &row.position),
+            self.is_key(),
+        )
+        .await?
+        {
+            Reply::Count(n) => Ok(u64::try_from(n).unwrap_or(0)),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Checks `parent`'s collection: duplicates, out-of-domain positions, over-long
+    /// keys, and that the database returns them in byte order.
+    pub async fn verify<C: ConnectionTrait>(&self, db: &C, parent: Id) -> Result<Report> {
+        let rows = self.list(db, parent).await?;
+        Ok(ordered_core::verify(&self.spec, &rows))
+    }
+}
+
+fn unexpected(r: &Reply) -> Error {
+    Error::Ordering(ordered_core::Error::Inconsistent(format!(
+        "unexpected reply from the connection: {r:?}"
+    )))
+}
