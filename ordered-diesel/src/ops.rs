@@ -230,7 +230,9 @@ impl Ordering {
         }
     }
 
-    fn insert<C, T, F>(
+    /// Inserts a row at any [`Placement`] of `parent`'s list (the named `insert_*`
+    /// methods are shorthands for it).
+    pub fn insert<C, T, F>(
         &self,
         conn: &mut C,
         parent: Id,
@@ -331,6 +333,17 @@ impl Ordering {
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
     {
         self.insert(conn, parent, Placement::Index(index), insert)
+    }
+
+    /// Moves `item` to any [`Placement`] in its own collection (the named `move_*`
+    /// methods are shorthands for it).
+    pub fn move_to<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+        at: Placement,
+    ) -> Result<Outcome> {
+        self.write(conn, Request::Move { item, at })
     }
 
     /// Moves `item` directly before `anchor` (same collection).

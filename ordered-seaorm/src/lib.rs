@@ -79,6 +79,7 @@ pub trait OrderedEntity: sea_orm::EntityTrait {
 
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::ops::run;
     pub use ordered_core::key::Alphabet;
     pub use ordered_core::migration as core_migration;
     pub use ordered_core::{Controls, Reply, Request, Statement};

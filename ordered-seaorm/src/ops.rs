@@ -73,11 +73,8 @@ pub fn dialect(backend: DbBackend) -> Result<Dialect> {
 }
 
 /// Executes one core statement on `db` and decodes its result.
-pub(crate) async fn run<C: ConnectionTrait>(
-    db: &C,
-    stmt: &Statement,
-    key: bool,
-) -> Result<Reply, DbErr> {
+#[doc(hidden)]
+pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, key: bool) -> Result<Reply, DbErr> {
     let backend = db.get_database_backend();
     let values: Vec<Value> = stmt
         .args
@@ -314,7 +311,15 @@ impl Ordering {
             .map(|(o, _)| o)
     }
 
-    async fn insert<C, T, F>(&self, db: &C, parent: Id, at: Placement, f: F) -> Result<Inserted<T>>
+    /// Inserts a row at any [`Placement`] of `parent`'s list (the named `insert_*`
+    /// methods are shorthands for it).
+    pub async fn insert<C, T, F>(
+        &self,
+        db: &C,
+        parent: Id,
+        at: Placement,
+        f: F,
+    ) -> Result<Inserted<T>>
     where
         C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction> + 'static,
         F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
@@ -381,6 +386,8 @@ macro_rules! write_ops {
 }
 
 write_ops! {
+    /// Moves `item` to any [`Placement`] in its own collection.
+    move_to(item: Id, at: Placement) => Request::Move { item, at };
     /// Moves `item` directly before `anchor` (same collection).
     move_before(item: Id, anchor: Id) => Request::Move { item, at: Placement::Before(anchor) };
     /// Moves `item` directly after `anchor` (same collection).

@@ -1,0 +1,335 @@
+//! Cross-ORM conformance: every script runs through Diesel and through SeaORM on each
+//! engine, from fresh tables; both must leave identical rows (id, parent, position) and
+//! return the same typed errors, step by step.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use diesel::connection::SimpleConnection;
+use ordered_conformance::{Step, scripts};
+use ordered_core::migration::{create_parent_table, create_table};
+use ordered_core::{
+    Dialect, Fractional, Gapped, Id, Position, PositionStrategy, RebalancePolicy, Reply, Returns,
+    Row, Spec, Statement, sql,
+};
+use sea_orm::{ConnectionTrait, Database};
+
+static TIGHT: Gapped = Gapped::new(4);
+static SHORT_KEYS: Fractional = Fractional::new(ordered_core::key::Alphabet::BASE62, 10);
+
+/// What one step returned: the item's final position, or the typed refusal.
+type Outcome = Result<Option<Position>, ordered_core::Error>;
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+fn spec(script: &str, orm: &str, keys: bool) -> Spec {
+    let strategy: &'static dyn PositionStrategy = if keys { &SHORT_KEYS } else { &TIGHT };
+    Spec {
+        table: leak(format!("k_{script}_{orm}_i")),
+        id: "id",
+        parent: "parent_id",
+        position: "position",
+        parent_table: leak(format!("k_{script}_{orm}_p")),
+        parent_id: "id",
+        version: Some("version"),
+        unique: None,
+        strategy,
+        policy: RebalancePolicy::Window,
+    }
+}
+
+fn ddl(d: Dialect, s: &Spec) -> Vec<String> {
+    let q = |x: &str| sql::quote(d, x);
+    let mut out = vec![
+        format!("DROP TABLE IF EXISTS {}", q(s.table)),
+        format!("DROP TABLE IF EXISTS {}", q(s.parent_table)),
+    ];
+    out.extend(create_parent_table(d, s, &[]).up);
+    out.extend(create_table(d, s, &[("title", "VARCHAR(20) NOT NULL DEFAULT ''")]).up);
+    for p in [1, 2] {
+        out.push(format!(
+            "INSERT INTO {} ({}) VALUES ({p})",
+            q(s.parent_table),
+            q("id")
+        ));
+    }
+    out
+}
+
+/// The insert statements: the last one returns the new id as `o_count`.
+fn insert(d: Dialect, s: &Spec, parent: Id, pos: &Position) -> Vec<Statement> {
+    let q = |x: &str| sql::quote(d, x);
+    let cols = format!("{} ({}, {})", q(s.table), q("parent_id"), q("position"));
+    let arg: ordered_core::Arg = pos.into();
+    let args = vec![ordered_core::Arg::I64(parent), arg];
+    match d {
+        Dialect::Postgres => vec![Statement {
+            sql: format!(
+                "INSERT INTO {cols} VALUES ($1, $2) RETURNING CAST({} AS BIGINT) AS o_count",
+                q("id")
+            ),
+            args,
+            returns: Returns::Count,
+        }],
+        Dialect::Sqlite => vec![Statement {
+            sql: format!(
+                "INSERT INTO {cols} VALUES (?, ?) RETURNING {} AS o_count",
+                q("id")
+            ),
+            args,
+            returns: Returns::Count,
+        }],
+        Dialect::Mysql => vec![
+            Statement {
+                sql: format!("INSERT INTO {cols} VALUES (?, ?)"),
+                args,
+                returns: Returns::Nothing,
+            },
+            Statement {
+                sql: "SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS o_count".into(),
+                args: vec![],
+                returns: Returns::Count,
+            },
+        ],
+    }
+}
+
+fn counted(r: Reply) -> Id {
+    match r {
+        Reply::Count(n) => n,
+        other => panic!("expected an id, got {other:?}"),
+    }
+}
+
+fn diesel_outcome<T>(
+    r: Result<T, ordered_diesel::Error>,
+    pos: impl FnOnce(T) -> Option<Position>,
+) -> Outcome {
+    match r {
+        Ok(v) => Ok(pos(v)),
+        Err(ordered_diesel::Error::Ordering(e)) => Err(e),
+        Err(e) => panic!("diesel: unexpected error {e}"),
+    }
+}
+
+fn seaorm_outcome<T>(
+    r: Result<T, ordered_seaorm::Error>,
+    pos: impl FnOnce(T) -> Option<Position>,
+) -> Outcome {
+    match r {
+        Ok(v) => Ok(pos(v)),
+        Err(ordered_seaorm::Error::Ordering(e)) => Err(e),
+        Err(e) => panic!("seaorm: unexpected error {e}"),
+    }
+}
+
+fn run_diesel<C>(mut conn: C, name: &str, keys: bool, steps: &[Step]) -> (Vec<Outcome>, Vec<Row>)
+where
+    C: ordered_diesel::OrderedConnection + SimpleConnection,
+{
+    use ordered_conformance::Step::*;
+    let s = spec(name, "d", keys);
+    for stmt in ddl(C::DIALECT, &s) {
+        conn.batch_execute(&stmt)
+            .unwrap_or_else(|e| panic!("{stmt}: {e}"));
+    }
+    let o = ordered_diesel::Ordering::new(s);
+    let mut ids: Vec<Id> = Vec::new();
+    let mut out = Vec::new();
+    for step in steps {
+        let pos = |x: ordered_core::Outcome| x.position;
+        let r = match step {
+            Insert(parent, at) => {
+                let at = at.resolve(&ids);
+                let f = |c: &mut C, slot: ordered_diesel::Slot| {
+                    let mut last = Reply::None;
+                    for st in insert(C::DIALECT, &s, slot.parent, &slot.position) {
+                        last = c.run(&st, keys)?;
+                    }
+                    Ok(counted(last))
+                };
+                let r = o.insert(&mut conn, *parent, at, f);
+                diesel_outcome(r, |ins| {
+                    ids.push(ins.value);
+                    ins.outcome.position
+                })
+            }
+            Move(i, at) => diesel_outcome(o.move_to(&mut conn, ids[*i], at.resolve(&ids)), pos),
+            MoveTo(i, p, at) => diesel_outcome(
+                o.move_to_parent(&mut conn, ids[*i], *p, at.resolve(&ids)),
+                pos,
+            ),
+            MoveExpecting(i, at, v) => diesel_outcome(
+                o.clone()
+                    .expect_version(*v)
+                    .move_to(&mut conn, ids[*i], at.resolve(&ids)),
+                pos,
+            ),
+            Swap(a, b) => diesel_outcome(o.swap(&mut conn, ids[*a], ids[*b]), pos),
+            Remove(i) => diesel_outcome(o.remove(&mut conn, ids[*i]), pos),
+            Reorder(p, order) => {
+                let want: Vec<Id> = order.iter().map(|i| ids[*i]).collect();
+                diesel_outcome(o.reorder(&mut conn, *p, &want), pos)
+            }
+            Rebalance(p) => diesel_outcome(o.rebalance(&mut conn, *p), pos),
+        };
+        out.push(r);
+    }
+    let mut rows = o.list(&mut conn, 1).unwrap();
+    rows.extend(o.list(&mut conn, 2).unwrap());
+    (out, rows)
+}
+
+fn seaorm_inserter(
+    d: Dialect,
+    s: Spec,
+    keys: bool,
+) -> impl for<'a> FnMut(
+    &'a sea_orm::DatabaseTransaction,
+    ordered_seaorm::Slot,
+) -> ordered_seaorm::InsertFuture<'a, Id>
++ Send {
+    move |txn, slot| {
+        Box::pin(async move {
+            let mut last = Reply::None;
+            for st in insert(d, &s, slot.parent, &slot.position) {
+                last = ordered_seaorm::__private::run(txn, &st, keys).await?;
+            }
+            Ok(counted(last))
+        })
+    }
+}
+
+async fn run_seaorm(url: &str, name: &str, keys: bool, steps: &[Step]) -> (Vec<Outcome>, Vec<Row>) {
+    use ordered_conformance::Step::*;
+    let db = Database::connect(url).await.unwrap();
+    let d = ordered_seaorm::dialect(db.get_database_backend()).unwrap();
+    let s = spec(name, "s", keys);
+    for stmt in ddl(d, &s) {
+        db.execute_unprepared(&stmt)
+            .await
+            .unwrap_or_else(|e| panic!("{stmt}: {e}"));
+    }
+    let o = ordered_seaorm::Ordering::new(s);
+    let mut ids: Vec<Id> = Vec::new();
+    let mut out = Vec::new();
+    for step in steps {
+        let pos = |x: ordered_core::Outcome| x.position;
+        let r = match step {
+            Insert(parent, at) => {
+                let at = at.resolve(&ids);
+                let f = seaorm_inserter(d, s, keys);
+                let r = o.insert(&db, *parent, at, f).await;
+                seaorm_outcome(r, |ins| {
+                    ids.push(ins.value);
+                    ins.outcome.position
+                })
+            }
+            Move(i, at) => seaorm_outcome(o.move_to(&db, ids[*i], at.resolve(&ids)).await, pos),
+            MoveTo(i, p, at) => seaorm_outcome(
+                o.move_to_parent(&db, ids[*i], *p, at.resolve(&ids)).await,
+                pos,
+            ),
+            MoveExpecting(i, at, v) => seaorm_outcome(
+                o.clone()
+                    .expect_version(*v)
+                    .move_to(&db, ids[*i], at.resolve(&ids))
+                    .await,
+                pos,
+            ),
+            Swap(a, b) => seaorm_outcome(o.swap(&db, ids[*a], ids[*b]).await, pos),
+            Remove(i) => seaorm_outcome(o.remove(&db, ids[*i]).await, pos),
+            Reorder(p, order) => {
+                let want: Vec<Id> = order.iter().map(|i| ids[*i]).collect();
+                seaorm_outcome(o.reorder(&db, *p, &want).await, pos)
+            }
+            Rebalance(p) => seaorm_outcome(o.rebalance(&db, *p).await, pos),
+        };
+        out.push(r);
+    }
+    let mut rows = o.list(&db, 1).await.unwrap();
+    rows.extend(o.list(&db, 2).await.unwrap());
+    (out, rows)
+}
+
+fn required() -> bool {
+    std::env::var("ORDERED_REQUIRE_DBS").is_ok_and(|v| v == "1")
+}
+
+fn url(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(u) if !u.is_empty() => Some(u),
+        _ if required() => panic!("ORDERED_REQUIRE_DBS=1 but {var} is not set"),
+        _ => {
+            eprintln!("skipped: {var} is not set");
+            None
+        }
+    }
+}
+
+fn compare(engine: &str, name: &str, d: (Vec<Outcome>, Vec<Row>), s: (Vec<Outcome>, Vec<Row>)) {
+    assert_eq!(d.0.len(), s.0.len());
+    for (i, (a, b)) in d.0.iter().zip(&s.0).enumerate() {
+        assert_eq!(
+            a, b,
+            "{engine} {name}: step {i} differs between Diesel and SeaORM"
+        );
+    }
+    assert_eq!(
+        d.1, s.1,
+        "{engine} {name}: Diesel and SeaORM left different rows"
+    );
+    assert!(!d.1.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diesel_and_seaorm_agree_on_every_engine() {
+    use diesel::Connection;
+    let mut checked = 0;
+    for (name, keys, steps) in scripts() {
+        // SQLite: one file per ORM
+        let path = |orm: &str| std::env::temp_dir().join(format!("ordered-conf-{name}-{orm}.db"));
+        for orm in ["d", "s"] {
+            let _ = std::fs::remove_file(path(orm));
+        }
+        let dconn = diesel::SqliteConnection::establish(path("d").to_str().unwrap()).unwrap();
+        let d = run_diesel(dconn, name, keys, &steps);
+        let s = run_seaorm(
+            &format!("sqlite://{}?mode=rwc", path("s").display()),
+            name,
+            keys,
+            &steps,
+        )
+        .await;
+        compare("sqlite", name, d, s);
+        checked += 1;
+        if let Some(u) = url("ORDERED_PG_URL") {
+            let d = run_diesel(
+                diesel::PgConnection::establish(&u).unwrap(),
+                name,
+                keys,
+                &steps,
+            );
+            let s = run_seaorm(&u, name, keys, &steps).await;
+            compare("postgres", name, d, s);
+            checked += 1;
+        }
+        #[cfg(feature = "mysql")]
+        if let Some(u) = url("ORDERED_MYSQL_URL") {
+            let d = run_diesel(
+                diesel::MysqlConnection::establish(&u).unwrap(),
+                name,
+                keys,
+                &steps,
+            );
+            let s = run_seaorm(&u, name, keys, &steps).await;
+            compare("mysql", name, d, s);
+            checked += 1;
+        }
+        #[cfg(not(feature = "mysql"))]
+        if required() {
+            panic!("ORDERED_REQUIRE_DBS=1 needs the `mysql` feature (cargo test --all-features)");
+        }
+    }
+    assert!(checked >= scripts().len());
+}
