@@ -84,6 +84,8 @@ pub struct Outcome {
     pub relabelled: u64,
     /// Statements executed.
     pub statements: u32,
+    /// Attempts the adapter made (1: no retry); set by the adapters.
+    pub attempts: u32,
 }
 
 /// Test-only switches that turn off parts of the protocol, so that the reliability
@@ -324,6 +326,7 @@ impl Operation {
             rows_written: plan.rows_written(),
             relabelled: plan.relabelled,
             statements: self.statements,
+            attempts: 1,
         }
     }
 }

@@ -150,7 +150,8 @@ impl Ordering {
                 Err(e) => Err(Error::Database(e)),
             };
             let err = match result {
-                Ok(v) => {
+                Ok(mut v) => {
+                    v.0.attempts = attempt;
                     if v.0.relabelled > 0 {
                         tracing::info!(
                             table = self.spec.table,

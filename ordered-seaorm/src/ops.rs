@@ -213,8 +213,9 @@ impl Ordering {
             let err = match db.begin_with_options(options).await {
                 Err(e) => Error::Database(e),
                 Ok(txn) => match self.drive(&txn, &req, insert.as_mut()).await {
-                    Ok(v) => match txn.commit().await {
+                    Ok(mut v) => match txn.commit().await {
                         Ok(()) => {
+                            v.0.attempts = attempt;
                             if v.0.relabelled > 0 {
                                 tracing::info!(
                                     table = self.spec.table,

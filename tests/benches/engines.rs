@@ -1,0 +1,760 @@
+//! The benchmark against the real engines (a bench binary: counts and latencies in one
+//! run, each compared with a baseline measured in the same run).
+//!
+//! ```sh
+//! ORDERED_PG_URL=postgres://... ORDERED_MYSQL_URL=mysql://... \
+//!   cargo bench -p ordered-conformance --features mysql --bench engines [-- --quick]
+//! ```
+//!
+//! Per engine x strategy (gapped, fractional, dense) x workload (append, random
+//! position, hot gap, move to front) x size (1k, 10k, 100k; `--quick`: 1k):
+//! - ours (Diesel adapter): ops/s, p50/p99 latency, rows written per op, longest key;
+//! - the floor: a transaction that locks the parent and updates one row by key;
+//! - the naive baselines: dense integers shifted one statement per row (acts_as_list)
+//!   and gapped integers with a whole-collection rebalance of one statement per row
+//!   (ranked-model), at 1k and 10k (at 100k they take minutes per operation);
+//! - a relabel of the whole collection against a bare `UPDATE` of the same rows;
+//! - 16 writers on 16 parents against 16 writers on one parent.
+//!
+//! Writes `target/ordered-bench.md`, `target/ordered-bench-rows.svg` and
+//! `target/ordered-bench-latency.svg`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use diesel::Connection;
+use diesel::connection::SimpleConnection;
+use ordered_core::{
+    Arg, Dense, Dialect, Fractional, Gapped, Id, Position, PositionStrategy, RebalancePolicy,
+    Returns, Spec, Statement, sql,
+};
+use ordered_diesel::{OrderedConnection, Ordering, Slot};
+
+static GAPPED: Gapped = Gapped::DEFAULT;
+static KEYS: Fractional = Fractional::DEFAULT;
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+fn spec(tag: &str, strategy: &'static dyn PositionStrategy) -> Spec {
+    Spec {
+        table: leak(format!("b_{tag}_i")),
+        id: "id",
+        parent: "parent_id",
+        position: "position",
+        parent_table: leak(format!("b_{tag}_p")),
+        parent_id: "id",
+        version: Some("version"),
+        unique: None,
+        strategy,
+        policy: RebalancePolicy::Window,
+    }
+}
+
+trait BenchConn: OrderedConnection + SimpleConnection + Send + 'static {
+    fn open(url: &str) -> Self;
+}
+impl BenchConn for diesel::SqliteConnection {
+    fn open(url: &str) -> Self {
+        let mut c = Self::establish(url).unwrap();
+        c.batch_execute(
+            "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;",
+        )
+        .unwrap();
+        c
+    }
+}
+impl BenchConn for diesel::PgConnection {
+    fn open(url: &str) -> Self {
+        Self::establish(url).unwrap()
+    }
+}
+#[cfg(feature = "mysql")]
+impl BenchConn for diesel::MysqlConnection {
+    fn open(url: &str) -> Self {
+        Self::establish(url).unwrap()
+    }
+}
+
+fn exec<C: BenchConn>(c: &mut C, s: &str) {
+    c.batch_execute(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+}
+
+/// Fresh tables with `parents` parents and `n` items in parent 1, evenly spread.
+fn prepare<C: BenchConn>(c: &mut C, s: &Spec, n: usize, parents: Id) -> Vec<Id> {
+    let d = C::DIALECT;
+    let q = |x: &str| sql::quote(d, x);
+    exec(c, &format!("DROP TABLE IF EXISTS {}", q(s.table)));
+    exec(c, &format!("DROP TABLE IF EXISTS {}", q(s.parent_table)));
+    for m in [
+        ordered_core::migration::create_parent_table(d, s, &[]),
+        ordered_core::migration::create_table(d, s, &[]),
+    ] {
+        for st in &m.up {
+            exec(c, st);
+        }
+    }
+    for p in 1..=parents {
+        exec(
+            c,
+            &format!(
+                "INSERT INTO {} ({}) VALUES ({p})",
+                q(s.parent_table),
+                q("id")
+            ),
+        );
+    }
+    let positions: Vec<String> = match s.strategy.kind() {
+        ordered_core::PositionKind::Key { .. } => ordered_core::key::n_keys_between(None, None, n)
+            .unwrap()
+            .into_iter()
+            .map(|k| format!("'{k}'"))
+            .collect(),
+        _ if s.strategy.is_dense() => (0..n).map(|i| i.to_string()).collect(),
+        _ => (1..=n).map(|i| (i as i64 * 1024).to_string()).collect(),
+    };
+    for chunk in positions.chunks(1000) {
+        let values: Vec<String> = chunk.iter().map(|p| format!("(1, {p})")).collect();
+        exec(
+            c,
+            &format!(
+                "INSERT INTO {} ({}, {}) VALUES {}",
+                q(s.table),
+                q("parent_id"),
+                q("position"),
+                values.join(", ")
+            ),
+        );
+    }
+    Ordering::new(*s)
+        .list(c, 1)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect()
+}
+
+fn insert_row<C: BenchConn>(c: &mut C, s: &Spec, slot: &Slot) -> diesel::QueryResult<()> {
+    let d = C::DIALECT;
+    let q = |x: &str| sql::quote(d, x);
+    let ph = if d == Dialect::Postgres {
+        "$1, $2"
+    } else {
+        "?, ?"
+    };
+    c.run(
+        &Statement {
+            sql: format!(
+                "INSERT INTO {} ({}, {}) VALUES ({ph})",
+                q(s.table),
+                q("parent_id"),
+                q("position")
+            ),
+            args: vec![Arg::I64(slot.parent), (&slot.position).into()],
+            returns: Returns::Nothing,
+        },
+        false,
+    )?;
+    Ok(())
+}
+
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
+#[derive(Default, Clone)]
+struct Stats {
+    lat: Vec<Duration>,
+    rows: u64,
+    longest: usize,
+}
+
+impl Stats {
+    fn pct(&self, p: f64) -> Duration {
+        let mut v = self.lat.clone();
+        v.sort();
+        v.get(((v.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+            .unwrap_or_default()
+    }
+    fn ops_per_s(&self) -> f64 {
+        let total: Duration = self.lat.iter().sum();
+        self.lat.len() as f64 / total.as_secs_f64().max(1e-9)
+    }
+    fn rows_per_op(&self) -> f64 {
+        self.rows as f64 / self.lat.len().max(1) as f64
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1000.0)
+}
+
+/// Ours: `ops` operations of `workload` through the Diesel adapter.
+fn ours<C: BenchConn>(c: &mut C, s: &Spec, ids: &[Id], workload: &str, ops: usize) -> Stats {
+    let o = Ordering::new(*s);
+    let mut st = Stats::default();
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let hot = ids[ids.len() / 2];
+    for _ in 0..ops {
+        let t = Instant::now();
+        let out = match workload {
+            "append" => {
+                o.insert_last(c, 1, |c, slot| insert_row(c, s, &slot))
+                    .unwrap()
+                    .outcome
+            }
+            "random" => {
+                let a = ids[rng.below(ids.len())];
+                o.insert_after(c, 1, a, |c, slot| insert_row(c, s, &slot))
+                    .unwrap()
+                    .outcome
+            }
+            "hot gap" => {
+                o.insert_after(c, 1, hot, |c, slot| insert_row(c, s, &slot))
+                    .unwrap()
+                    .outcome
+            }
+            _ => {
+                let item = ids[rng.below(ids.len())];
+                o.move_to_start(c, item).unwrap()
+            }
+        };
+        st.lat.push(t.elapsed());
+        st.rows += out.rows_written;
+        if let Some(Position::Key(k)) = &out.position {
+            st.longest = st.longest.max(k.len());
+        }
+    }
+    if matches!(s.strategy.kind(), ordered_core::PositionKind::Key { .. }) {
+        let rows = o.list(c, 1).unwrap();
+        st.longest = rows
+            .iter()
+            .filter_map(|r| r.position.as_key().map(str::len))
+            .max()
+            .unwrap_or(0);
+    }
+    st
+}
+
+/// The floor: lock the parent and update one row by key, in one transaction.
+fn floor<C: BenchConn>(c: &mut C, s: &Spec, ids: &[Id], ops: usize) -> Stats {
+    let d = C::DIALECT;
+    let q = |x: &str| sql::quote(d, x);
+    let lock = match d {
+        Dialect::Sqlite => format!("SELECT 1 FROM {} WHERE {} = 1", q(s.parent_table), q("id")),
+        _ => format!(
+            "SELECT 1 FROM {} WHERE {} = 1 FOR UPDATE",
+            q(s.parent_table),
+            q("id")
+        ),
+    };
+    let begin = if d == Dialect::Sqlite {
+        "BEGIN IMMEDIATE"
+    } else {
+        "BEGIN"
+    };
+    let mut st = Stats::default();
+    let mut rng = Rng(7);
+    for _ in 0..ops {
+        let id = ids[rng.below(ids.len())];
+        let t = Instant::now();
+        exec(c, begin);
+        exec(c, &lock);
+        exec(
+            c,
+            &format!(
+                "UPDATE {} SET {} = {} WHERE {} = {id}",
+                q(s.table),
+                q("position"),
+                q("position"),
+                q("id")
+            ),
+        );
+        exec(c, "COMMIT");
+        st.lat.push(t.elapsed());
+        st.rows += 1;
+    }
+    st
+}
+
+/// acts_as_list: dense integers, inserting at a position shifts every later row with
+/// one statement per row.
+fn naive_dense<C: BenchConn>(c: &mut C, s: &Spec, n: usize, workload: &str, ops: usize) -> Stats {
+    let d = C::DIALECT;
+    let q = |x: &str| sql::quote(d, x);
+    let mut st = Stats::default();
+    let mut rng = Rng(11);
+    for len in n..n + ops {
+        let at = match workload {
+            "append" => len,
+            "hot gap" => n / 2 + 1,
+            _ => rng.below(len + 1),
+        };
+        let t = Instant::now();
+        exec(
+            c,
+            if d == Dialect::Sqlite {
+                "BEGIN IMMEDIATE"
+            } else {
+                "BEGIN"
+            },
+        );
+        let later = Ordering::new(*s).list(c, 1).unwrap();
+        // shift from the end so that no two rows collide on the unique index
+        for r in later
+            .iter()
+            .rev()
+            .filter(|r| r.position.as_int().unwrap_or(0) >= at as i64)
+        {
+            let p = r.position.as_int().unwrap_or(0);
+            exec(
+                c,
+                &format!(
+                    "UPDATE {} SET {} = {} WHERE {} = {}",
+                    q(s.table),
+                    q("position"),
+                    p + 1,
+                    q("id"),
+                    r.id
+                ),
+            );
+            st.rows += 1;
+        }
+        exec(
+            c,
+            &format!(
+                "INSERT INTO {} ({}, {}) VALUES (1, {at})",
+                q(s.table),
+                q("parent_id"),
+                q("position")
+            ),
+        );
+        exec(c, "COMMIT");
+        st.rows += 1;
+        st.lat.push(t.elapsed());
+    }
+    st
+}
+
+/// ranked-model: gapped integers; with no gap, rebalance the whole collection one
+/// statement per row.
+fn naive_gapped<C: BenchConn>(
+    c: &mut C,
+    s: &Spec,
+    ids: &[Id],
+    workload: &str,
+    ops: usize,
+) -> Stats {
+    let d = C::DIALECT;
+    let q = |x: &str| sql::quote(d, x);
+    let mut st = Stats::default();
+    let mut rng = Rng(13);
+    let hot = ids[ids.len() / 2];
+    for _ in 0..ops {
+        let t = Instant::now();
+        exec(
+            c,
+            if d == Dialect::Sqlite {
+                "BEGIN IMMEDIATE"
+            } else {
+                "BEGIN"
+            },
+        );
+        let rows = Ordering::new(*s).list(c, 1).unwrap();
+        let anchor = match workload {
+            "append" => rows.len() - 1,
+            "hot gap" => rows.iter().position(|r| r.id == hot).unwrap_or(0),
+            _ => rng.below(rows.len()),
+        };
+        let lo = rows[anchor].position.as_int().unwrap_or(0);
+        let hi = rows
+            .get(anchor + 1)
+            .and_then(|r| r.position.as_int())
+            .unwrap_or(lo + 2048);
+        let pos = if hi - lo >= 2 {
+            lo + (hi - lo) / 2
+        } else {
+            // rebalance every row, one statement each, through a disjoint range
+            for (i, r) in rows.iter().enumerate() {
+                exec(
+                    c,
+                    &format!(
+                        "UPDATE {} SET {} = {} WHERE {} = {}",
+                        q(s.table),
+                        q("position"),
+                        -(i as i64) - 1,
+                        q("id"),
+                        r.id
+                    ),
+                );
+            }
+            for (i, r) in rows.iter().enumerate() {
+                let slot = if i > anchor { i + 2 } else { i + 1 };
+                exec(
+                    c,
+                    &format!(
+                        "UPDATE {} SET {} = {} WHERE {} = {}",
+                        q(s.table),
+                        q("position"),
+                        slot as i64 * 1024,
+                        q("id"),
+                        r.id
+                    ),
+                );
+            }
+            st.rows += 2 * rows.len() as u64;
+            (anchor as i64 + 2) * 1024
+        };
+        exec(
+            c,
+            &format!(
+                "INSERT INTO {} ({}, {}) VALUES (1, {pos})",
+                q(s.table),
+                q("parent_id"),
+                q("position")
+            ),
+        );
+        exec(c, "COMMIT");
+        st.rows += 1;
+        st.lat.push(t.elapsed());
+    }
+    st
+}
+
+struct Row {
+    engine: &'static str,
+    strategy: &'static str,
+    workload: &'static str,
+    size: usize,
+    ours: Stats,
+    floor_p50: Duration,
+    acts_as_list: Option<Stats>,
+    ranked_model: Option<Stats>,
+}
+
+fn matrix<C: BenchConn>(
+    engine: &'static str,
+    url: &str,
+    quick: bool,
+    out: &mut Vec<Row>,
+    extra: &mut String,
+) {
+    let sizes: &[usize] = if quick {
+        &[1_000]
+    } else {
+        &[1_000, 10_000, 100_000]
+    };
+    let ops = if quick { 20 } else { 200 };
+    let mut c = C::open(url);
+    let strategies: [(&'static str, &'static dyn PositionStrategy); 3] = [
+        ("gapped", &GAPPED),
+        ("fractional", &KEYS),
+        ("dense", &Dense),
+    ];
+    for &size in sizes {
+        for (sname, strategy) in strategies {
+            for workload in ["append", "random", "hot gap", "move to front"] {
+                let s = spec("m", strategy);
+                let dense_ops = if strategy.is_dense() && size >= 10_000 {
+                    ops / 10
+                } else {
+                    ops
+                };
+                let ids = prepare(&mut c, &s, size, 1);
+                let floor_st = floor(&mut c, &s, &ids, ops);
+                let ours_st = ours(&mut c, &s, &ids, workload, dense_ops.max(5));
+                let (mut aal, mut rm) = (None, None);
+                if sname == "gapped" && size <= 10_000 && workload != "move to front" {
+                    let naive_ops = if size <= 1_000 { ops / 4 } else { 3 };
+                    let sd = spec("m", &Dense);
+                    prepare(&mut c, &sd, size, 1);
+                    aal = Some(naive_dense(&mut c, &sd, size, workload, naive_ops.max(3)));
+                    let sg = spec("m", &GAPPED);
+                    let gids = prepare(&mut c, &sg, size, 1);
+                    rm = Some(naive_gapped(&mut c, &sg, &gids, workload, naive_ops.max(3)));
+                }
+                eprintln!(
+                    "  {engine:<8} {sname:<10} {workload:<13} {size:>6}: p50 {} ms, {:.1} rows/op, floor {} ms",
+                    ms(ours_st.pct(0.5)),
+                    ours_st.rows_per_op(),
+                    ms(floor_st.pct(0.5))
+                );
+                out.push(Row {
+                    engine,
+                    strategy: sname,
+                    workload,
+                    size,
+                    ours: ours_st,
+                    floor_p50: floor_st.pct(0.5),
+                    acts_as_list: aal,
+                    ranked_model: rm,
+                });
+            }
+        }
+    }
+    // a relabel of the whole collection against a bare UPDATE of the same rows
+    let n = *sizes.last().unwrap_or(&1000);
+    let s = spec("m", &GAPPED);
+    prepare(&mut c, &s, n, 1);
+    let d = C::DIALECT;
+    let q = |x: &str| sql::quote(d, x);
+    let t = Instant::now();
+    Ordering::new(s).rebalance(&mut c, 1).unwrap();
+    let relabel = t.elapsed();
+    let t = Instant::now();
+    exec(
+        &mut c,
+        &format!(
+            "UPDATE {} SET {} = {} + 0 WHERE {} = 1",
+            q(s.table),
+            q("position"),
+            q("position"),
+            q("parent_id")
+        ),
+    );
+    let bare = t.elapsed();
+    let _ = writeln!(
+        extra,
+        "| {engine} | relabel of {n} rows (rebalance) | {} ms | bare `UPDATE` of the same rows: {} ms | ratio {:.2} |",
+        ms(relabel),
+        ms(bare),
+        relabel.as_secs_f64() / bare.as_secs_f64().max(1e-9)
+    );
+    // 16 writers on 16 parents against 16 writers on one parent
+    let writers = if quick { 4 } else { 16 };
+    let per = if quick { 10 } else { 50 };
+    let spread = format!("{writers} parents");
+    for (label, parents) in [(spread.as_str(), writers as Id), ("one parent", 1)] {
+        let s = spec("w", &GAPPED);
+        prepare(&mut c, &s, 10, parents);
+        let t = Instant::now();
+        std::thread::scope(|sc| {
+            for w in 0..writers {
+                let url = url.to_owned();
+                sc.spawn(move || {
+                    let mut c = C::open(&url);
+                    let parent = 1 + (w as Id % parents);
+                    for _ in 0..per {
+                        Ordering::new(s)
+                            .insert_last(&mut c, parent, |c, slot| insert_row(c, &s, &slot))
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let el = t.elapsed();
+        let _ = writeln!(
+            extra,
+            "| {engine} | {writers} writers x {per} inserts, {label} | {:.0} ops/s | {} ms total | |",
+            (writers * per) as f64 / el.as_secs_f64(),
+            ms(el)
+        );
+    }
+}
+
+fn svg_rows(rows: &[Row], path: &std::path::Path) {
+    use plotters::prelude::*;
+    let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
+    let _ = root.fill(&WHITE);
+    let sizes: Vec<usize> = {
+        let mut v: Vec<usize> = rows.iter().map(|r| r.size).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let max = rows
+        .iter()
+        .filter(|r| r.workload != "move to front")
+        .flat_map(|r| {
+            [
+                Some(r.ours.rows_per_op()),
+                r.acts_as_list.as_ref().map(Stats::rows_per_op),
+            ]
+        })
+        .flatten()
+        .fold(1.0f64, f64::max);
+    let mut chart = match ChartBuilder::on(&root)
+        .caption(
+            "rows written per insert (hot gap) as the collection grows",
+            ("sans-serif", 18),
+        )
+        .margin(20)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(
+            (sizes.first().copied().unwrap_or(1) as f64).log10()
+                ..(sizes.last().copied().unwrap_or(10) as f64).log10() + 0.1,
+            (0.5f64..max * 2.0).log_scale(),
+        ) {
+        Ok(c) => c,
+        Err(_) => return,
+    };
+    let _ = chart
+        .configure_mesh()
+        .x_desc("log10(items)")
+        .y_desc("rows per insert")
+        .draw();
+    let engines: Vec<&str> = {
+        let mut v: Vec<&str> = rows.iter().map(|r| r.engine).collect();
+        v.dedup();
+        v
+    };
+    let palette = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK];
+    let mut k = 0;
+    for e in &engines {
+        for (label, pick) in [
+            ("ours, gapped", 0),
+            ("ours, fractional", 1),
+            ("acts_as_list", 2),
+        ] {
+            let pts: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| r.engine == *e && r.workload == "hot gap")
+                .filter_map(|r| {
+                    match pick {
+                        0 if r.strategy == "gapped" => Some(r.ours.rows_per_op()),
+                        1 if r.strategy == "fractional" => Some(r.ours.rows_per_op()),
+                        2 if r.strategy == "gapped" => {
+                            r.acts_as_list.as_ref().map(Stats::rows_per_op)
+                        }
+                        _ => None,
+                    }
+                    .map(|y| ((r.size as f64).log10(), y.max(0.5)))
+                })
+                .collect();
+            let color = palette[k % palette.len()];
+            k += 1;
+            if let Ok(s) = chart.draw_series(LineSeries::new(pts, color.stroke_width(2))) {
+                s.label(format!("{e}: {label}"))
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+            }
+        }
+    }
+    let _ = chart.configure_series_labels().border_style(BLACK).draw();
+    let _ = root.present();
+}
+
+fn svg_latency(rows: &[Row], path: &std::path::Path) {
+    use plotters::prelude::*;
+    let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
+    let _ = root.fill(&WHITE);
+    let cells: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.strategy == "gapped" && r.size == 1_000)
+        .collect();
+    let max = cells
+        .iter()
+        .map(|r| r.ours.pct(0.5).as_secs_f64() / r.floor_p50.as_secs_f64().max(1e-9))
+        .fold(1.0f64, f64::max);
+    let mut chart = match ChartBuilder::on(&root)
+        .caption(
+            "p50 latency / floor (gapped, 1k items), per engine and workload",
+            ("sans-serif", 18),
+        )
+        .margin(20)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0f64..cells.len() as f64, 0f64..max * 1.2)
+    {
+        Ok(c) => c,
+        Err(_) => return,
+    };
+    let _ = chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_desc("engine / workload (see table)")
+        .y_desc("ratio")
+        .draw();
+    let _ = chart.draw_series(cells.iter().enumerate().map(|(i, r)| {
+        let y = r.ours.pct(0.5).as_secs_f64() / r.floor_p50.as_secs_f64().max(1e-9);
+        Rectangle::new([(i as f64 + 0.1, 0.0), (i as f64 + 0.9, y)], BLUE.filled())
+    }));
+    let _ = chart.draw_series(cells.iter().enumerate().map(|(i, r)| {
+        Text::new(
+            format!("{} {}", r.engine, r.workload),
+            (i as f64 + 0.1, max * 1.1),
+            ("sans-serif", 10),
+        )
+    }));
+    let _ = root.present();
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let mut rows = Vec::new();
+    let mut extra = String::new();
+    let sqlite_path = std::env::temp_dir().join("ordered-bench.db");
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", sqlite_path.display()));
+    }
+    eprintln!(
+        "ordered benchmark ({})",
+        if quick { "quick" } else { "full" }
+    );
+    matrix::<diesel::SqliteConnection>(
+        "sqlite",
+        sqlite_path.to_str().unwrap(),
+        quick,
+        &mut rows,
+        &mut extra,
+    );
+    if let Ok(url) = std::env::var("ORDERED_PG_URL") {
+        matrix::<diesel::PgConnection>("postgres", &url, quick, &mut rows, &mut extra);
+    } else {
+        eprintln!("skipped postgres: ORDERED_PG_URL is not set");
+    }
+    #[cfg(feature = "mysql")]
+    if let Ok(url) = std::env::var("ORDERED_MYSQL_URL") {
+        matrix::<diesel::MysqlConnection>("mysql", &url, quick, &mut rows, &mut extra);
+    } else {
+        eprintln!("skipped mysql: ORDERED_MYSQL_URL is not set");
+    }
+    let mut md = String::from(
+        "| engine | strategy | workload | items | ops/s | p50 ms | p99 ms | p50 / floor | rows/op | longest key | acts_as_list rows/op, p50 ms | ranked-model rows/op, p50 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for r in &rows {
+        let naive = |s: &Option<Stats>| {
+            s.as_ref().map_or("-".to_owned(), |s| {
+                format!("{:.1}, {}", s.rows_per_op(), ms(s.pct(0.5)))
+            })
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {:.0} | {} | {} | {:.2} | {:.2} | {} | {} | {} |",
+            r.engine,
+            r.strategy,
+            r.workload,
+            r.size,
+            r.ours.ops_per_s(),
+            ms(r.ours.pct(0.5)),
+            ms(r.ours.pct(0.99)),
+            r.ours.pct(0.5).as_secs_f64() / r.floor_p50.as_secs_f64().max(1e-9),
+            r.ours.rows_per_op(),
+            if r.strategy == "fractional" {
+                r.ours.longest.to_string()
+            } else {
+                "-".into()
+            },
+            naive(&r.acts_as_list),
+            naive(&r.ranked_model),
+        );
+    }
+    md.push_str("\n| engine | measurement | ours | baseline | |\n|---|---|---|---|---|\n");
+    md.push_str(&extra);
+    println!("{md}");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(dir.join("ordered-bench.md"), &md);
+    svg_rows(&rows, &dir.join("ordered-bench-rows.svg"));
+    svg_latency(&rows, &dir.join("ordered-bench-latency.svg"));
+    eprintln!("wrote {}", dir.join("ordered-bench.md").display());
+}
