@@ -282,12 +282,14 @@ fn range(b: &mut B, spec: &Spec, r: &RangeRead) {
         b.s(" AND ").id(spec.id).s(" <> ").i(x);
     }
     let dir = if r.desc { " DESC" } else { "" };
-    b.s(" ORDER BY ")
-        .id(spec.position)
-        .s(dir)
-        .s(", ")
-        .id(spec.id)
-        .s(dir);
+    b.s(" ORDER BY ").id(spec.position).s(dir);
+    // A limited read is a neighbour lookup: `(parent, position)` is unique, so position
+    // alone is a total order, and leaving out the id lets the engine walk the unique
+    // index and stop (with the id, it sorts the whole collection, and InnoDB locks every
+    // row it scans). Full reads keep the id tiebreak, for tables being healed.
+    if r.limit.is_none() {
+        b.s(", ").id(spec.id).s(dir);
+    }
     if let Some(l) = r.limit {
         b.s(" LIMIT ").i(i64::try_from(l).unwrap_or(i64::MAX));
         if r.offset > 0 {

@@ -257,7 +257,7 @@ fn c4<C: TestConn>(control: bool) {
     let test = if control { "c4_control" } else { "c4" };
     let (mut c, t) = setup::<C>(test, &GAPPED, RebalancePolicy::Window, &[1, 2, 3]);
     let pairs = 8;
-    let moves = if control { 60 } else { 200 };
+    let moves = if control { 20 } else { 200 };
     let mut items = Vec::new();
     for w in 0..pairs * 2 + 1 {
         let parent = if w % 2 == 0 { 1 } else { 2 };
@@ -279,8 +279,11 @@ fn c4<C: TestConn>(control: bool) {
                 let t = t.clone();
                 s.spawn(move || {
                     let mut conn = C::open(&t.db);
-                    if C::DIALECT == Dialect::Mysql {
-                        conn.exec("SET SESSION innodb_lock_wait_timeout = 5");
+                    match C::DIALECT {
+                        Dialect::Mysql => conn.exec("SET SESSION innodb_lock_wait_timeout = 5"),
+                        // detect the control's deadlocks quickly (the default waits 1 s)
+                        Dialect::Postgres => conn.exec("SET deadlock_timeout = '50ms'"),
+                        Dialect::Sqlite => {}
                     }
                     let o = ord(&t).retry(RetryPolicy::NONE).with_controls(controls);
                     let cycle: Vec<Id> = if w == pairs * 2 {
@@ -306,7 +309,17 @@ fn c4<C: TestConn>(control: bool) {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    assert!(started.elapsed() < Duration::from_secs(60));
+    eprintln!(
+        "C4 {} control={control}: {:?}",
+        C::name(),
+        started.elapsed()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{}: C4 took {:?}",
+        C::name(),
+        started.elapsed()
+    );
     let mut all = Tally::default();
     for tally in tallies {
         all.commits += tally.commits;

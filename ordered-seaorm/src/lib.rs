@@ -3,28 +3,43 @@
 //! serialised on the parent row, and a stale request gets a typed error instead of a
 //! silent wrong move. PostgreSQL, MySQL/MariaDB and SQLite.
 //!
-//! ```ignore
-//! #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, DeriveOrdered)]
-//! #[sea_orm(table_name = "tracks")]
-//! #[ordered(parent_table = "playlists", version = "version")]
-//! pub struct Model {
-//!     #[sea_orm(primary_key)]
-//!     pub id: i64,
-//!     #[ordered(scope)]
-//!     pub playlist_id: i64,
-//!     pub title: String,
-//!     #[ordered(position)]
-//!     pub position: i64,
-//! }
-//!
-//! let credits = Entity::ordering().insert_last(&db, 1, |txn, slot| Box::pin(async move {
-//!     ActiveModel { playlist_id: Set(slot.parent), title: Set("Credits".into()),
-//!                   position: Set(slot.int()?), ..Default::default() }.insert(txn).await
-//! })).await?.value;
-//! Entity::ordering().move_before(&db, credits.id, demo.id).await?;
+//! ```
+//! # include!("../doctest_setup.rs");
+//! // mod track {
+//! //     #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, DeriveOrdered)]
+//! //     #[sea_orm(table_name = "tracks")]
+//! //     #[ordered(parent_table = "playlists", version = "version")]
+//! //     pub struct Model {
+//! //         #[sea_orm(primary_key)] pub id: i64,
+//! //         #[ordered(scope)] pub playlist_id: i64,
+//! //         pub title: String,
+//! //         #[ordered(position)] pub position: i64,
+//! //     }
+//! // }
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let db = setup().await?;
+//! let tracks = track::Entity::ordering();
+//! let intro = tracks.insert_last(&db, 1, new_track("Intro")).await?.value;
+//! let demo = tracks.insert_last(&db, 1, new_track("Demo")).await?.value;
+//! let credits = tracks.insert_last(&db, 1, new_track("Credits")).await?.value;
+//! // a drag: locks the playlist row, checks under the lock, writes one row
+//! let moved = tracks.move_before(&db, credits.id, demo.id).await?;
+//! assert_eq!(moved.rows_written, 1);
+//! let ids: Vec<i64> = tracks.list(&db, 1).await?.iter().map(|r| r.id).collect();
+//! assert_eq!(ids, [intro.id, credits.id, demo.id]);
+//! // already there: Intro and Demo are adjacent once Credits is left out, nothing to write
+//! let same = tracks.move_between(&db, credits.id, Some(intro.id), Some(demo.id)).await?;
+//! assert_eq!(same.rows_written, 0);
+//! // a client whose view is stale (Demo no longer precedes Credits) is refused
+//! let stale = tracks.move_between(&db, intro.id, Some(demo.id), Some(credits.id)).await;
+//! assert!(matches!(
+//!     stale.unwrap_err().ordering(),
+//!     Some(ordered_seaorm::OrderingError::StaleNeighbours { .. })
+//! ));
+//! # Ok(()) }
 //! ```
 //!
-//! The runnable version of this is `tests/engines.rs`, on all three engines.
 //!
 //! # The derive
 //! `#[derive(DeriveOrdered)]` goes on the `Model`, beside `DeriveEntityModel` (classic
@@ -51,6 +66,7 @@
 //! The library enables no SeaORM driver, runtime or TLS feature: the application does.
 
 mod error;
+pub mod hooks;
 pub mod migration;
 mod ops;
 

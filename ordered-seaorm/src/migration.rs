@@ -1,13 +1,22 @@
 //! `sea-orm-migration` building blocks: call them from your own `MigrationTrait`'s `up`
 //! and `down` with the `SchemaManager` you are given.
 //!
-//! ```ignore
-//! async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-//!     ordered_seaorm::migration::add_ordering(manager, &track::Entity::spec(), Backfill::By(&["created_at", "id"])).await
-//! }
-//! async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-//!     ordered_seaorm::migration::drop_ordering(manager, &track::Entity::spec()).await
-//! }
+//! ```
+//! # include!("../doctest_setup.rs");
+//! use ordered_seaorm::migration::{Backfill, add_ordering, drop_ordering};
+//! use sea_orm_migration::SchemaManager;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), sea_orm::DbErr> {
+//! # let db = setup().await?;
+//! # db.execute_unprepared("CREATE TABLE steps (id INTEGER PRIMARY KEY, playlist_id INTEGER NOT NULL)").await?;
+//! # db.execute_unprepared("INSERT INTO steps (playlist_id) VALUES (1), (1)").await?;
+//! let spec = ordered_seaorm::Spec { table: "steps", version: None, unique: Some("steps_pos_uq"), ..track::Entity::spec() };
+//! let manager = SchemaManager::new(&db);
+//! // in MigrationTrait::up
+//! add_ordering(&manager, &spec, Backfill::By(&["id"])).await?;
+//! // in MigrationTrait::down
+//! drop_ordering(&manager, &spec).await?;
+//! # Ok(()) }
 //! ```
 
 use ordered_core::Spec;
