@@ -23,8 +23,11 @@ pub trait OrderedConnection:
 {
     /// The engine.
     const DIALECT: Dialect;
-    /// How the library opens its own transaction (`BEGIN IMMEDIATE` on SQLite, which
-    /// takes the write lock up front instead of failing to upgrade later).
+    /// How the library opens its own transaction: `BEGIN IMMEDIATE` on SQLite, which
+    /// takes the write lock up front instead of failing to upgrade later; READ COMMITTED
+    /// on MySQL/MariaDB, where the locking neighbour reads would otherwise take gap locks
+    /// that make writers on *adjacent* parents deadlock (the parent lock already
+    /// serialises the writers of one parent).
     const BEGIN: &'static str;
     /// Executes one statement and decodes its result. `key` says that positions are
     /// text.

@@ -203,7 +203,14 @@ impl Ordering {
         T: Send,
     {
         let nested = TypeId::of::<C>() == TypeId::of::<DatabaseTransaction>();
+        // READ COMMITTED on MySQL/MariaDB: no gap locks, so writers on adjacent parents
+        // do not deadlock; the parent lock serialises the writers of one parent
+        // (only for a transaction of its own: inside the caller's it is a savepoint)
+        let isolation_level = (db.get_database_backend() == DbBackend::MySql
+            && TypeId::of::<C>() != TypeId::of::<DatabaseTransaction>())
+        .then_some(sea_orm::IsolationLevel::ReadCommitted);
         let options = TransactionOptions {
+            isolation_level,
             sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
             ..TransactionOptions::default()
         };

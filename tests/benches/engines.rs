@@ -9,6 +9,7 @@
 //! Per engine x strategy (gapped, fractional, dense) x workload (append, random
 //! position, hot gap, move to front) x size (1k, 10k, 100k; `--quick`: 1k):
 //! - ours (Diesel adapter): ops/s, p50/p99 latency, rows written per op, longest key;
+//!   and the SeaORM adapter for gapped integers at 1k and 10k;
 //! - the floor: a transaction that locks the parent and updates one row by key;
 //! - the naive baselines: dense integers shifted one statement per row (acts_as_list)
 //!   and gapped integers with a whole-collection rebalance of one statement per row
@@ -501,6 +502,7 @@ fn matrix<C: BenchConn>(
             }
         }
     }
+    seaorm_rows(engine, &mut c, sea_url, quick, out);
     // a relabel of the whole collection against a bare UPDATE of the same rows
     let n = *sizes.last().unwrap_or(&1000);
     let s = spec("m", &GAPPED);
@@ -714,7 +716,7 @@ fn main() {
     }
     #[cfg(feature = "mysql")]
     if let Ok(url) = std::env::var("ORDERED_MYSQL_URL") {
-        matrix::<diesel::MysqlConnection>("mysql", &url, quick, &mut rows, &mut extra);
+        matrix::<diesel::MysqlConnection>("mysql", &url, &url, quick, &mut rows, &mut extra);
     } else {
         eprintln!("skipped mysql: ORDERED_MYSQL_URL is not set");
     }
