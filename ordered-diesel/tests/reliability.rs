@@ -181,7 +181,6 @@ fn c1<C: TestConn>(_: ()) {
                             let res = if callers {
                                 // the caller's own transaction, after a plain read that fixes
                                 // its REPEATABLE READ snapshot before the library runs
-                                use diesel::Connection as _;
                                 conn.transaction(|c| {
                                     let _ = ids(c, &t, 1);
                                     ord(&t).insert_after(c, 1, a, |c, s| {

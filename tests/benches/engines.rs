@@ -442,9 +442,114 @@ struct Row {
     ranked_model: Option<Stats>,
 }
 
+fn seaorm_insert(
+    s: Spec,
+) -> impl for<'a> FnMut(
+    &'a sea_orm::DatabaseTransaction,
+    ordered_seaorm::Slot,
+) -> ordered_seaorm::InsertFuture<'a, ()>
++ Send {
+    move |txn, slot| {
+        Box::pin(async move {
+            let d = ordered_seaorm::dialect(sea_orm::ConnectionTrait::get_database_backend(txn))
+                .map_err(sea_orm::DbErr::from)?;
+            let q = |x: &str| sql::quote(d, x);
+            let ph = if d == Dialect::Postgres {
+                "$1, $2"
+            } else {
+                "?, ?"
+            };
+            let st = Statement {
+                sql: format!(
+                    "INSERT INTO {} ({}, {}) VALUES ({ph})",
+                    q(s.table),
+                    q("parent_id"),
+                    q("position")
+                ),
+                args: vec![Arg::I64(slot.parent), (&slot.position).into()],
+                returns: Returns::Nothing,
+            };
+            ordered_seaorm::__private::run(txn, &st, false).await?;
+            Ok(())
+        })
+    }
+}
+
+/// The SeaORM adapter on the same engine: gapped integers, against the same floor.
+fn seaorm_rows<C: BenchConn>(
+    engine: &'static str,
+    c: &mut C,
+    sea_url: &str,
+    quick: bool,
+    out: &mut Vec<Row>,
+) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => panic!("tokio: {e}"),
+    };
+    let db = rt.block_on(sea_orm::Database::connect(sea_url)).unwrap();
+    let sizes: &[usize] = if quick { &[1_000] } else { &[1_000, 10_000] };
+    let ops = if quick { 20 } else { 200 };
+    for &size in sizes {
+        for workload in ["random", "hot gap", "move to front"] {
+            let s = spec("m", &GAPPED);
+            let ids = prepare(c, &s, size, 1);
+            let floor_st = floor(c, &s, &ids, ops);
+            let o = ordered_seaorm::Ordering::new(s);
+            let mut st = Stats::default();
+            let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+            let hot = ids[ids.len() / 2];
+            rt.block_on(async {
+                for _ in 0..ops {
+                    let t = Instant::now();
+                    let out = match workload {
+                        "random" => {
+                            o.insert_after(&db, 1, ids[rng.below(ids.len())], seaorm_insert(s))
+                                .await
+                                .unwrap()
+                                .outcome
+                        }
+                        "hot gap" => {
+                            o.insert_after(&db, 1, hot, seaorm_insert(s))
+                                .await
+                                .unwrap()
+                                .outcome
+                        }
+                        _ => o
+                            .move_to_start(&db, ids[rng.below(ids.len())])
+                            .await
+                            .unwrap(),
+                    };
+                    st.lat.push(t.elapsed());
+                    st.rows += out.rows_written;
+                }
+            });
+            eprintln!(
+                "  {engine:<8} SeaORM     {workload:<13} {size:>6}: p50 {} ms, floor {} ms",
+                ms(st.pct(0.5)),
+                ms(floor_st.pct(0.5))
+            );
+            out.push(Row {
+                engine,
+                strategy: "gapped, SeaORM",
+                workload,
+                size,
+                ours: st,
+                floor_p50: floor_st.pct(0.5),
+                acts_as_list: None,
+                ranked_model: None,
+            });
+        }
+    }
+}
+
 fn matrix<C: BenchConn>(
     engine: &'static str,
     url: &str,
+    sea_url: &str,
     quick: bool,
     out: &mut Vec<Row>,
     extra: &mut String,
@@ -702,15 +807,11 @@ fn main() {
         "ordered benchmark ({})",
         if quick { "quick" } else { "full" }
     );
-    matrix::<diesel::SqliteConnection>(
-        "sqlite",
-        sqlite_path.to_str().unwrap(),
-        quick,
-        &mut rows,
-        &mut extra,
-    );
+    let sqlite = sqlite_path.to_str().unwrap();
+    let sqlite_sea = format!("sqlite://{sqlite}?mode=rwc");
+    matrix::<diesel::SqliteConnection>("sqlite", sqlite, &sqlite_sea, quick, &mut rows, &mut extra);
     if let Ok(url) = std::env::var("ORDERED_PG_URL") {
-        matrix::<diesel::PgConnection>("postgres", &url, quick, &mut rows, &mut extra);
+        matrix::<diesel::PgConnection>("postgres", &url, &url, quick, &mut rows, &mut extra);
     } else {
         eprintln!("skipped postgres: ORDERED_PG_URL is not set");
     }
