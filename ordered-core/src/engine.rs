@@ -30,6 +30,8 @@ use crate::Id;
 use crate::error::Error;
 use crate::plan::{self, Plan, Read, Reads, Request, Row, Step};
 use crate::position::Position;
+use crate::position::PositionKind;
+use crate::retry::RetryPolicy;
 use crate::spec::Spec;
 use crate::sql::{self, Dialect, Returns, Statement};
 
@@ -97,6 +99,52 @@ pub struct Controls {
     pub lock_in_request_order: bool,
     /// Lock with a plain `SELECT ... FOR UPDATE` and do not bump the version.
     pub skip_version_bump: bool,
+}
+
+/// What an adapter's operations are configured with: the table, an expected version,
+/// the retry policy, and the test-only switches. Both adapters hold one and build every
+/// [`Operation`] from it, so they configure operations identically.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// The table.
+    pub spec: Spec,
+    /// Refuse writes unless the collection is at this version.
+    pub expected: Option<i64>,
+    /// Retries around a whole operation (when the adapter owns the transaction).
+    pub retry: RetryPolicy,
+    #[doc(hidden)]
+    pub controls: Controls,
+    #[doc(hidden)]
+    pub log: Option<fn(&Request) -> Statement>,
+}
+
+impl Settings {
+    /// Defaults for `spec`: no expected version, the default retry policy.
+    pub fn new(spec: Spec) -> Self {
+        Settings {
+            spec,
+            expected: None,
+            retry: RetryPolicy::default(),
+            controls: Controls::default(),
+            log: None,
+        }
+    }
+
+    /// Whether positions are text keys (how the adapters decode rows).
+    pub fn is_key(&self) -> bool {
+        matches!(self.spec.strategy.kind(), PositionKind::Key { .. })
+    }
+
+    /// The operation for `req` on `dialect`, configured with these settings.
+    pub fn operation(&self, dialect: Dialect, req: &Request) -> Operation {
+        let mut op = Operation::new(self.spec, dialect, req.clone())
+            .expect_version(self.expected)
+            .with_controls(self.controls);
+        if let Some(log) = self.log {
+            op = op.with_final_statement(log(req));
+        }
+        op
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

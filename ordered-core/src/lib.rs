@@ -52,7 +52,7 @@ pub mod verify;
 /// Item and parent ids: integer keys (`BIGINT`, or `INTEGER` read as one).
 pub type Id = i64;
 
-pub use engine::{Action, Controls, Operation, Outcome, Reply};
+pub use engine::{Action, Controls, Operation, Outcome, Reply, Settings};
 pub use error::Error;
 pub use key::KeyError;
 pub use plan::{Placement, Plan, Request, Row, Write};

@@ -4,8 +4,8 @@
 use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::result::{DatabaseErrorKind, Error as DieselError, QueryResult};
 use ordered_core::{
-    Action, Controls, Id, Operation, Ordered, Outcome, Placement, Position, PositionKind, Reply,
-    Report, Request, RetryPolicy, Row, Spec, Statement, sql,
+    Action, Controls, Id, Ordered, Outcome, Placement, Position, Reply, Report, Request,
+    RetryPolicy, Row, Settings, Spec, Statement, sql,
 };
 
 use crate::conn::OrderedConnection;
@@ -53,22 +53,14 @@ pub struct Inserted<T> {
 /// defaults), or from a [`Spec`] built at run time with [`Ordering::new`].
 #[derive(Debug, Clone)]
 pub struct Ordering {
-    spec: Spec,
-    expected: Option<i64>,
-    retry: RetryPolicy,
-    controls: Controls,
-    log: Option<fn(&Request) -> Statement>,
+    s: Settings,
 }
 
 impl Ordering {
     /// Operations on the table `spec` describes.
     pub fn new(spec: Spec) -> Self {
         Ordering {
-            spec,
-            expected: None,
-            retry: RetryPolicy::default(),
-            controls: Controls::default(),
-            log: None,
+            s: Settings::new(spec),
         }
     }
 
@@ -80,24 +72,24 @@ impl Ordering {
     /// Refuse the next writes with [`ordered_core::Error::VersionConflict`] unless the
     /// collection is at `version` (the one a client read; needs a version column).
     pub fn expect_version(mut self, version: i64) -> Self {
-        self.expected = Some(version);
+        self.s.expected = Some(version);
         self
     }
 
     /// Sets the retry policy.
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
+        self.s.retry = policy;
         self
     }
 
     /// The table description.
     pub fn spec(&self) -> &Spec {
-        &self.spec
+        &self.s.spec
     }
 
     #[doc(hidden)]
     pub fn with_controls(mut self, controls: Controls) -> Self {
-        self.controls = controls;
+        self.s.controls = controls;
         self
     }
 
@@ -105,12 +97,8 @@ impl Ordering {
     /// reliability suite's operations log).
     #[doc(hidden)]
     pub fn with_final_statement(mut self, log: fn(&Request) -> Statement) -> Self {
-        self.log = Some(log);
+        self.s.log = Some(log);
         self
-    }
-
-    fn is_key(&self) -> bool {
-        matches!(self.spec.strategy.kind(), PositionKind::Key { .. })
     }
 
     /// Runs `req` as one transaction, with retries when the library owns it.
@@ -124,7 +112,7 @@ impl Ordering {
     where
         C: OrderedConnection,
     {
-        let mut attempts = ordered_core::retry::Attempts::new(self.retry);
+        let mut attempts = ordered_core::retry::Attempts::new(self.s.retry);
         loop {
             let attempt = attempts.begin();
             let result = match AnsiTransactionManager::begin_transaction_sql(conn, C::BEGIN) {
@@ -154,7 +142,7 @@ impl Ordering {
                     v.0.attempts = attempt;
                     if v.0.relabelled > 0 {
                         tracing::info!(
-                            table = self.spec.table,
+                            table = self.s.spec.table,
                             relabelled = v.0.relabelled,
                             attempts = attempt,
                             "ordered: relabelled"
@@ -172,7 +160,7 @@ impl Ordering {
             match attempts.after_failure(class) {
                 Ok(pause) => {
                     tracing::debug!(
-                        table = self.spec.table,
+                        table = self.s.spec.table,
                         attempt,
                         error = %err,
                         pause_ms = pause.as_millis() as u64,
@@ -205,13 +193,8 @@ impl Ordering {
     where
         C: OrderedConnection,
     {
-        let key = self.is_key();
-        let mut op = Operation::new(self.spec, C::DIALECT, req.clone())
-            .expect_version(self.expected)
-            .with_controls(self.controls);
-        if let Some(log) = self.log {
-            op = op.with_final_statement(log(req));
-        }
+        let key = self.s.is_key();
+        let mut op = self.s.operation(C::DIALECT, req);
         let mut reply = Reply::None;
         let mut value = None;
         loop {
@@ -498,7 +481,10 @@ impl Ordering {
 
     /// The items of `parent`, `ORDER BY position, id`.
     pub fn list<C: OrderedConnection>(&self, conn: &mut C, parent: Id) -> Result<Vec<Row>> {
-        match conn.run(&sql::list(C::DIALECT, &self.spec, parent), self.is_key())? {
+        match conn.run(
+            &sql::list(C::DIALECT, &self.s.spec, parent),
+            self.s.is_key(),
+        )? {
             Reply::Rows(rows) => Ok(rows),
             other => Err(unexpected(&other)),
         }
@@ -508,15 +494,15 @@ impl Ordering {
     pub fn index_of<C: OrderedConnection>(&self, conn: &mut C, item: Id) -> Result<u64> {
         let read = ordered_core::plan::Read::Item { id: item };
         let row = match conn.run(
-            &sql::read(C::DIALECT, &self.spec, &read, false),
-            self.is_key(),
+            &sql::read(C::DIALECT, &self.s.spec, &read, false),
+            self.s.is_key(),
         )? {
             Reply::Rows(rows) => rows.into_iter().next(),
             other => return Err(unexpected(&other)),
         }
         .ok_or(ordered_core::Error::NotFound { id: item })?;
-        let stmt = sql::count_before(C::DIALECT, &self.spec, row.parent, &row.position);
-        match conn.run(&stmt, self.is_key())? {
+        let stmt = sql::count_before(C::DIALECT, &self.s.spec, row.parent, &row.position);
+        match conn.run(&stmt, self.s.is_key())? {
             Reply::Count(n) => Ok(u64::try_from(n).unwrap_or(0)),
             other => Err(unexpected(&other)),
         }
@@ -526,7 +512,7 @@ impl Ordering {
     /// over-long keys, and that the database returns them in byte order.
     pub fn verify<C: OrderedConnection>(&self, conn: &mut C, parent: Id) -> Result<Report> {
         let rows = self.list(conn, parent)?;
-        Ok(ordered_core::verify(&self.spec, &rows))
+        Ok(ordered_core::verify(&self.s.spec, &rows))
     }
 }
 

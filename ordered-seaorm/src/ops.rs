@@ -7,8 +7,8 @@ use std::pin::Pin;
 
 use ordered_core::retry::{Attempts, Class, classify_message, is_connection_lost};
 use ordered_core::{
-    Action, Arg, Controls, Dialect, Id, Operation, Outcome, Placement, Position, PositionKind,
-    Reply, Report, Request, RetryPolicy, Returns, Row, Spec, Statement, sql,
+    Action, Arg, Controls, Dialect, Id, Outcome, Placement, Position, Reply, Report, Request,
+    RetryPolicy, Returns, Row, Settings, Spec, Statement, sql,
 };
 use sea_orm::{
     ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, SqliteTransactionMode,
@@ -133,22 +133,14 @@ fn classify(e: &DbErr) -> Class {
 /// transactions are opened `BEGIN IMMEDIATE` (`SqliteTransactionMode::Immediate`).
 #[derive(Debug, Clone)]
 pub struct Ordering {
-    spec: Spec,
-    expected: Option<i64>,
-    retry: RetryPolicy,
-    controls: Controls,
-    log: Option<fn(&Request) -> Statement>,
+    s: Settings,
 }
 
 impl Ordering {
     /// Operations on the table `spec` describes.
     pub fn new(spec: Spec) -> Self {
         Ordering {
-            spec,
-            expected: None,
-            retry: RetryPolicy::default(),
-            controls: Controls::default(),
-            log: None,
+            s: Settings::new(spec),
         }
     }
 
@@ -160,35 +152,31 @@ impl Ordering {
     /// Refuse the next writes with [`ordered_core::Error::VersionConflict`] unless the
     /// collection is at `version` (needs a version column).
     pub fn expect_version(mut self, version: i64) -> Self {
-        self.expected = Some(version);
+        self.s.expected = Some(version);
         self
     }
 
     /// Sets the retry policy.
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
+        self.s.retry = policy;
         self
     }
 
     /// The table description.
     pub fn spec(&self) -> &Spec {
-        &self.spec
+        &self.s.spec
     }
 
     #[doc(hidden)]
     pub fn with_controls(mut self, controls: Controls) -> Self {
-        self.controls = controls;
+        self.s.controls = controls;
         self
     }
 
     #[doc(hidden)]
     pub fn with_final_statement(mut self, log: fn(&Request) -> Statement) -> Self {
-        self.log = Some(log);
+        self.s.log = Some(log);
         self
-    }
-
-    fn is_key(&self) -> bool {
-        matches!(self.spec.strategy.kind(), PositionKind::Key { .. })
     }
 
     async fn execute<C, T, F>(
@@ -214,7 +202,7 @@ impl Ordering {
             sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
             ..TransactionOptions::default()
         };
-        let mut attempts = Attempts::new(self.retry);
+        let mut attempts = Attempts::new(self.s.retry);
         loop {
             let attempt = attempts.begin();
             let err = match db.begin_with_options(options).await {
@@ -225,7 +213,7 @@ impl Ordering {
                             v.0.attempts = attempt;
                             if v.0.relabelled > 0 {
                                 tracing::info!(
-                                    table = self.spec.table,
+                                    table = self.s.spec.table,
                                     relabelled = v.0.relabelled,
                                     attempts = attempt,
                                     "ordered: relabelled"
@@ -256,7 +244,7 @@ impl Ordering {
             };
             match attempts.after_failure(class) {
                 Ok(pause) => {
-                    tracing::debug!(table = self.spec.table, attempt, error = %err, pause_ms = pause.as_millis() as u64, "ordered: retrying");
+                    tracing::debug!(table = self.s.spec.table, attempt, error = %err, pause_ms = pause.as_millis() as u64, "ordered: retrying");
                     tokio::time::sleep(pause).await;
                 }
                 Err(true) => {
@@ -283,13 +271,8 @@ impl Ordering {
         F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
     {
         let d = dialect(txn.get_database_backend())?;
-        let key = self.is_key();
-        let mut op = Operation::new(self.spec, d, req.clone())
-            .expect_version(self.expected)
-            .with_controls(self.controls);
-        if let Some(log) = self.log {
-            op = op.with_final_statement(log(req));
-        }
+        let key = self.s.is_key();
+        let mut op = self.s.operation(d, req);
         let mut reply = Reply::None;
         let mut value = None;
         loop {
@@ -430,7 +413,7 @@ impl Ordering {
     /// The items of `parent`, `ORDER BY position, id`.
     pub async fn list<C: ConnectionTrait>(&self, db: &C, parent: Id) -> Result<Vec<Row>> {
         let d = dialect(db.get_database_backend())?;
-        match run(db, &sql::list(d, &self.spec, parent), self.is_key()).await? {
+        match run(db, &sql::list(d, &self.s.spec, parent), self.s.is_key()).await? {
             Reply::Rows(rows) => Ok(rows),
             other => Err(unexpected(&other)),
         }
@@ -440,15 +423,21 @@ impl Ordering {
     pub async fn index_of<C: ConnectionTrait>(&self, db: &C, item: Id) -> Result<u64> {
         let d = dialect(db.get_database_backend())?;
         let read = ordered_core::plan::Read::Item { id: item };
-        let row = match run(db, &sql::read(d, &self.spec, &read, false), self.is_key()).await? {
+        let row = match run(
+            db,
+            &sql::read(d, &self.s.spec, &read, false),
+            self.s.is_key(),
+        )
+        .await?
+        {
             Reply::Rows(rows) => rows.into_iter().next(),
             other => return Err(unexpected(&other)),
         }
         .ok_or(ordered_core::Error::NotFound { id: item })?;
         match run(
             db,
-            &sql::count_before(d, &self.spec, row.parent, &row.position),
-            self.is_key(),
+            &sql::count_before(d, &self.s.spec, row.parent, &row.position),
+            self.s.is_key(),
         )
         .await?
         {
@@ -461,7 +450,7 @@ impl Ordering {
     /// keys, and that the database returns them in byte order.
     pub async fn verify<C: ConnectionTrait>(&self, db: &C, parent: Id) -> Result<Report> {
         let rows = self.list(db, parent).await?;
-        Ok(ordered_core::verify(&self.spec, &rows))
+        Ok(ordered_core::verify(&self.s.spec, &rows))
     }
 }
 

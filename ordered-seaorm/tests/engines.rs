@@ -127,7 +127,7 @@ async fn reset(db: &DatabaseConnection, spec: &Spec, parents: &[Id]) {
         &format!("DROP TABLE IF EXISTS {}", q(spec.parent_table)),
     )
     .await;
-    use ordered_core_migration::{create_parent_table, create_table};
+    use ordered_seaorm::__private::core_migration::{create_parent_table, create_table};
     for m in [
         create_parent_table(d, spec, &[("name", "VARCHAR(100)")]),
         create_table(d, spec, &[("title", "VARCHAR(100) NOT NULL")]),
@@ -148,25 +148,6 @@ async fn reset(db: &DatabaseConnection, spec: &Spec, parents: &[Id]) {
         )
         .await;
     }
-}
-
-mod ordered_core_migration {
-    pub use ordered_seaorm::migration::Migration;
-    pub fn create_parent_table(
-        d: ordered_seaorm::Dialect,
-        s: &ordered_seaorm::Spec,
-        c: &[(&str, &str)],
-    ) -> Migration {
-        ordered_seaorm_core::create_parent_table(d, s, c)
-    }
-    pub fn create_table(
-        d: ordered_seaorm::Dialect,
-        s: &ordered_seaorm::Spec,
-        c: &[(&str, &str)],
-    ) -> Migration {
-        ordered_seaorm_core::create_table(d, s, c)
-    }
-    use ordered_seaorm::__private::core_migration as ordered_seaorm_core;
 }
 
 /// Inserts an item row with raw SQL (tables named per test have no entity).
