@@ -28,7 +28,7 @@ use std::collections::VecDeque;
 
 use crate::Id;
 use crate::error::Error;
-use crate::plan::{self, Plan, Read, Reads, Request, Row, Step};
+use crate::plan::{self, Plan, Read, Reads, Request, Row, Step, Write};
 use crate::position::Position;
 use crate::position::PositionKind;
 use crate::retry::RetryPolicy;
@@ -93,13 +93,22 @@ pub struct Outcome {
 /// Test-only switches that turn off parts of the protocol, so that the reliability
 /// suite can show that its checks catch the failures they guard against.
 #[doc(hidden)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Controls {
     /// Lock parents in request order instead of increasing id order.
     pub lock_in_request_order: bool,
     /// Lock with a plain `SELECT ... FOR UPDATE` and do not bump the version.
     pub skip_version_bump: bool,
+    /// Called after the first statement of a relabel has run, while every lock is
+    /// held and nothing is committed (the suite's barrier: a racing writer, a killed
+    /// connection).
+    pub pause_in_relabel: Option<fn()>,
 }
+
+/// Builds the test-only last statement of an operation (the reliability suite's
+/// operations log) from the engine, the table and the request.
+#[doc(hidden)]
+pub type FinalStatement = fn(Dialect, &Spec, &Request) -> Statement;
 
 /// What an adapter's operations are configured with: the table, an expected version,
 /// the retry policy, and the test-only switches. Both adapters hold one and build every
@@ -112,10 +121,14 @@ pub struct Settings {
     pub expected: Option<i64>,
     /// Retries around a whole operation (when the adapter owns the transaction).
     pub retry: RetryPolicy,
+    /// Inserts only: the id the caller's new row will have. If a row already has it
+    /// (an earlier attempt committed), the insert is refused with
+    /// [`Error::AlreadyApplied`] and writes nothing.
+    pub idempotency: Option<Id>,
     #[doc(hidden)]
     pub controls: Controls,
     #[doc(hidden)]
-    pub log: Option<fn(&Request) -> Statement>,
+    pub log: Option<FinalStatement>,
 }
 
 impl Settings {
@@ -125,6 +138,7 @@ impl Settings {
             spec,
             expected: None,
             retry: RetryPolicy::default(),
+            idempotency: None,
             controls: Controls::default(),
             log: None,
         }
@@ -139,9 +153,10 @@ impl Settings {
     pub fn operation(&self, dialect: Dialect, req: &Request) -> Operation {
         let mut op = Operation::new(self.spec, dialect, req.clone())
             .expect_version(self.expected)
+            .idempotent(self.idempotency)
             .with_controls(self.controls);
         if let Some(log) = self.log {
-            op = op.with_final_statement(log(req));
+            op = op.with_final_statement(log(dialect, &self.spec, req));
         }
         op
     }
@@ -151,6 +166,7 @@ impl Settings {
 enum Phase {
     Discover,
     Locked,
+    CheckApplied,
     Planning,
     Writing,
     Finish,
@@ -162,6 +178,8 @@ enum Awaiting {
     Read(Read),
     Lock(Id),
     Write,
+    /// The first statement of a relabel: the test-only pause follows it.
+    RelabelStarted,
     Insert,
 }
 
@@ -172,6 +190,7 @@ pub struct Operation {
     dialect: Dialect,
     req: Request,
     expected: Option<i64>,
+    idempotency: Option<Id>,
     controls: Controls,
     phase: Phase,
     awaiting: Awaiting,
@@ -193,6 +212,7 @@ impl Operation {
             dialect,
             req,
             expected: None,
+            idempotency: None,
             controls: Controls::default(),
             phase: Phase::Discover,
             awaiting: Awaiting::Nothing,
@@ -211,6 +231,14 @@ impl Operation {
     /// this version (needs a version column).
     pub fn expect_version(mut self, version: Option<i64>) -> Self {
         self.expected = version;
+        self
+    }
+
+    /// Inserts only: the id the caller's new row will have. Under the lock the item is
+    /// looked up first; if it exists, an earlier attempt committed and the operation
+    /// fails with [`Error::AlreadyApplied`] before writing anything.
+    pub fn idempotent(mut self, id: Option<Id>) -> Self {
+        self.idempotency = id;
         self
     }
 
@@ -257,6 +285,11 @@ impl Operation {
                 },
                 other => return Err(unexpected("parent rows", &other)),
             },
+            Awaiting::RelabelStarted => {
+                if let Some(pause) = self.controls.pause_in_relabel {
+                    pause();
+                }
+            }
             Awaiting::Write | Awaiting::Insert | Awaiting::Nothing => {}
         }
         loop {
@@ -308,15 +341,39 @@ impl Operation {
                     // reads taken before the lock may be stale: start over
                     self.reads.clear();
                     self.phase = Phase::Planning;
+                    if let (Some(id), Request::Insert { .. }) = (self.idempotency, &self.req) {
+                        self.phase = Phase::CheckApplied;
+                        return Ok(self.emit_read(Read::Item { id }, true));
+                    }
+                }
+                Phase::CheckApplied => {
+                    if let Some(id) = self.idempotency
+                        && let Ok(Some(row)) = self.reads.item(id)
+                    {
+                        return Err(Error::AlreadyApplied {
+                            id,
+                            parent: row.parent,
+                        });
+                    }
+                    self.phase = Phase::Planning;
                 }
                 Phase::Planning => {
                     match plan::plan(&self.spec, &self.req, &self.reads, &self.locked) {
                         Err(Step::Read(q)) => return Ok(self.emit_read(q, true)),
                         Err(Step::Fail(e)) => return Err(e),
                         Ok(p) => {
+                            let mut relabel_started = false;
                             for w in &p.writes {
+                                let relabel =
+                                    !matches!(w, Write::Set { .. } | Write::Delete { .. });
                                 for s in sql::write(self.dialect, &self.spec, w) {
-                                    self.queue.push_back((s, Awaiting::Write));
+                                    let aw = if relabel && !relabel_started {
+                                        relabel_started = true;
+                                        Awaiting::RelabelStarted
+                                    } else {
+                                        Awaiting::Write
+                                    };
+                                    self.queue.push_back((s, aw));
                                 }
                             }
                             self.plan = Some(p);

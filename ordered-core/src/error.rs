@@ -96,6 +96,31 @@ pub enum Error {
         /// The item.
         id: Id,
     },
+    /// An idempotent insert found its item already there: an earlier attempt committed
+    /// (typically one that ended with an unknown commit outcome). Nothing was written.
+    #[error(
+        "item {id} already exists in collection {parent}: an earlier attempt of this insert was committed; nothing was written"
+    )]
+    AlreadyApplied {
+        /// The item.
+        id: Id,
+        /// Its collection.
+        parent: Id,
+    },
+    /// The key column does not compare by raw bytes (a linguistic, case-insensitive or
+    /// space-padding collation), so the database would order keys differently from
+    /// every client. Found by [`crate::verify::check_key_order`].
+    #[error(
+        "column {table}.{column} does not sort keys by raw bytes: {detail}; declare it COLLATE \"C\" (PostgreSQL), VARBINARY or a _bin collation (MySQL/MariaDB), or BINARY (SQLite), as the generated migrations do"
+    )]
+    KeyCollation {
+        /// The table.
+        table: String,
+        /// The key column.
+        column: String,
+        /// What the probe saw.
+        detail: String,
+    },
     /// The database returned something the protocol rules out (a duplicate position,
     /// a row of the wrong kind). Run `verify` and `heal`.
     #[error("inconsistent collection: {0}; run verify and heal")]

@@ -52,7 +52,7 @@ pub mod verify;
 /// Item and parent ids: integer keys (`BIGINT`, or `INTEGER` read as one).
 pub type Id = i64;
 
-pub use engine::{Action, Controls, Operation, Outcome, Reply, Settings};
+pub use engine::{Action, Controls, FinalStatement, Operation, Outcome, Reply, Settings};
 pub use error::Error;
 pub use key::KeyError;
 pub use plan::{Placement, Plan, Request, Row, Write};
@@ -63,4 +63,4 @@ pub use sql::{Arg, Dialect, Returns, Statement};
 pub use strategy::{
     Dense, Fractional, Gapped, PositionStrategy, RebalancePolicy, Spread, SpreadMode,
 };
-pub use verify::{Report, verify};
+pub use verify::{Report, check_key_order, verify};

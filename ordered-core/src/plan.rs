@@ -205,7 +205,7 @@ impl Reads {
             None => Err(Step::Read(read)),
         }
     }
-    fn item(&self, id: Id) -> Result<Option<&Row>, Step> {
+    pub(crate) fn item(&self, id: Id) -> Result<Option<&Row>, Step> {
         Ok(self.get(Read::Item { id })?.first())
     }
     fn range(&self, r: RangeRead) -> Result<&[Row], Step> {

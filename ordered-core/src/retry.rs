@@ -52,11 +52,30 @@ pub fn classify_message(msg: &str) -> Class {
     }
 }
 
+/// Narrows a duplicate to the table's own position key: [`Class::RetryOnce`] stays only
+/// when the message names the `(parent, position)` constraint (PostgreSQL, MySQL) or
+/// column (SQLite). A duplicate on any other key comes from the caller's row and is
+/// never retried (RELIABILITY.md 3.3).
+pub fn refine(spec: &crate::Spec, msg: &str, class: Class) -> Class {
+    if class != Class::RetryOnce {
+        return class;
+    }
+    let named = msg.contains(&spec.unique_name())
+        || msg.contains(&format!("{}.{}", spec.table, spec.position));
+    if named {
+        Class::RetryOnce
+    } else {
+        Class::Fatal
+    }
+}
+
 /// Message fragments that mean the connection was lost (during COMMIT: the outcome is
 /// unknown).
 pub fn is_connection_lost(msg: &str) -> bool {
     [
         "server closed the connection",
+        "terminating connection", // PostgreSQL 57P01 (pg_terminate_backend)
+        "Connection was killed",  // MariaDB 1927 (KILL)
         "Lost connection",
         "gone away",
         "no connection",
@@ -192,6 +211,36 @@ mod tests {
             Class::RetryOnce
         );
         assert_eq!(classify_message("syntax error"), Class::Fatal);
+    }
+
+    #[test]
+    fn only_the_position_key_is_retried_once() {
+        let spec = crate::Spec {
+            table: "tracks",
+            id: "id",
+            parent: "playlist_id",
+            position: "position",
+            parent_table: "playlists",
+            parent_id: "id",
+            version: None,
+            unique: None,
+            strategy: &crate::Gapped::DEFAULT,
+            policy: crate::RebalancePolicy::Window,
+        };
+        let pg = format!(
+            "duplicate key value violates unique constraint \"{}\"",
+            spec.unique_name()
+        );
+        assert_eq!(refine(&spec, &pg, classify_message(&pg)), Class::RetryOnce);
+        let lite = "UNIQUE constraint failed: tracks.playlist_id, tracks.position";
+        assert_eq!(
+            refine(&spec, lite, classify_message(lite)),
+            Class::RetryOnce
+        );
+        let other = "Duplicate entry 'x' for key 'tracks_title_key'";
+        assert_eq!(refine(&spec, other, classify_message(other)), Class::Fatal);
+        let busy = "database is locked";
+        assert_eq!(refine(&spec, busy, classify_message(busy)), Class::Retry);
     }
 
     #[test]

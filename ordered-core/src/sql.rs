@@ -317,6 +317,39 @@ pub fn list(d: Dialect, spec: &Spec, parent: Id) -> Statement {
     )
 }
 
+/// The collation probe of [`crate::verify::check_key_order`]: the probe strings, run
+/// through `UNION` (which removes what the column's collation calls equal) with a
+/// zero-row select of the key column first (so the column's collation applies to the
+/// whole union), `ORDER BY` that column. Returns item rows whose positions are the
+/// probes as the engine sorted them.
+pub fn probe_key_order(d: Dialect, spec: &Spec, probes: &[&str]) -> Statement {
+    let mut b = B::new(d);
+    b.s("SELECT ")
+        .cast_int(|b| {
+            b.s("0");
+        })
+        .s(" AS o_id, ")
+        .cast_int(|b| {
+            b.s("0");
+        })
+        .s(" AS o_parent, ");
+    if d == Dialect::Mysql {
+        b.s("CAST(o_p AS CHAR)");
+    } else {
+        b.s("o_p");
+    }
+    b.s(" AS o_pos FROM (SELECT ")
+        .id(spec.position)
+        .s(" AS o_p FROM ")
+        .id(spec.table)
+        .s(" WHERE 1 = 0");
+    for p in probes {
+        b.s(" UNION SELECT ").bind(Arg::Text((*p).to_owned()));
+    }
+    b.s(") o_probe ORDER BY o_p");
+    b.done(Returns::Rows)
+}
+
 /// How many items of `parent` sort before `position` (the index of the item there).
 pub fn count_before(d: Dialect, spec: &Spec, parent: Id, position: &Position) -> Statement {
     let mut b = B::new(d);

@@ -1,6 +1,7 @@
 //! Checking a collection read from the database.
 
 use crate::Id;
+use crate::error::Error;
 use crate::plan::Row;
 use crate::position::{Position, PositionKind};
 use crate::spec::Spec;
@@ -80,4 +81,50 @@ pub fn verify(spec: &Spec, rows: &[Row]) -> Report {
         }
     }
     r
+}
+
+/// The strings the collation probe sorts: upper and lower case, digits, punctuation
+/// that linguistic collations skip, and trailing spaces that `PAD SPACE` collations
+/// drop. Under a byte-order collation they come back distinct, in byte order.
+pub const KEY_ORDER_PROBES: &[&str] = &[
+    "a0", "a1", "Zz", "zZ", "A", "a", "B", "b", "Ab", "aB", "ab", "ab ", "a b", "a-b", "a_b", "a~",
+    "a0V", "a0v", "Z", "z", "0", "9", "-", "~", "a ", "b0", "B0",
+];
+
+/// Checks what the collation probe ([`crate::sql::probe_key_order`] over
+/// [`KEY_ORDER_PROBES`]) returned: every probe once, in byte order. Anything else means
+/// the key column compares by a collation other than raw bytes, and the database would
+/// order (or deduplicate) keys differently from every client.
+pub fn check_key_order(spec: &Spec, returned: &[Row]) -> Result<(), Error> {
+    let mut want: Vec<&str> = KEY_ORDER_PROBES.to_vec();
+    want.sort_unstable();
+    let got: Vec<&str> = returned
+        .iter()
+        .map(|r| match &r.position {
+            Position::Key(k) => k.as_str(),
+            Position::Int(_) => "",
+        })
+        .collect();
+    if got == want {
+        return Ok(());
+    }
+    let detail = if got.len() < want.len() {
+        format!(
+            "it treats {} of {} distinct probe strings as equal",
+            want.len() - got.len(),
+            want.len()
+        )
+    } else {
+        let at = got.iter().zip(&want).position(|(g, w)| g != w).unwrap_or(0);
+        format!(
+            "it sorts {:?} where byte order puts {:?}",
+            got.get(at).copied().unwrap_or_default(),
+            want.get(at).copied().unwrap_or_default()
+        )
+    };
+    Err(Error::KeyCollation {
+        table: spec.table.to_owned(),
+        column: spec.position.to_owned(),
+        detail,
+    })
 }

@@ -32,6 +32,13 @@ pub enum Error {
     /// relative move twice).
     #[error("the commit outcome is unknown ({0}); re-read the collection before retrying")]
     CommitUnknown(DieselError),
+    /// The connection failed before the commit (killed, network cut, server restart):
+    /// the server rolled the transaction back, so nothing was applied. Retry on a new
+    /// connection ([`Error::is_retryable`] is true).
+    #[error(
+        "the connection was lost before the commit ({0}); nothing was applied: reconnect and retry"
+    )]
+    ConnectionLost(DieselError),
 }
 
 pub(crate) use ordered_core::retry::Class;
@@ -58,6 +65,7 @@ impl Error {
         match self {
             Error::Database(e) => classify(e) != Class::Fatal,
             Error::Ordering(e) => e.is_retryable(),
+            Error::ConnectionLost(_) => true,
             _ => false,
         }
     }

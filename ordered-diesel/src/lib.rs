@@ -111,7 +111,7 @@ pub use ordered_core::{
 pub mod __private {
     pub use diesel;
     pub use ordered_core::key::Alphabet;
-    pub use ordered_core::{Controls, Reply, Request, Statement};
+    pub use ordered_core::{Controls, FinalStatement, Reply, Request, Statement};
 
     /// What a derive with errors expands to, so that only the real error is reported.
     pub const FALLBACK_SPEC: ordered_core::Spec = ordered_core::Spec {

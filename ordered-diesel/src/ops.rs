@@ -4,13 +4,13 @@
 use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::result::{DatabaseErrorKind, Error as DieselError, QueryResult};
 use ordered_core::{
-    Action, Controls, Id, Ordered, Outcome, Placement, Position, Reply, Report, Request,
-    RetryPolicy, Row, Settings, Spec, Statement, sql,
+    Action, Controls, FinalStatement, Id, Ordered, Outcome, Placement, Position, Reply, Report,
+    Request, RetryPolicy, Row, Settings, Spec, sql,
 };
 
 use crate::conn::OrderedConnection;
 use crate::error::{Class, Error, Result, classify};
-use ordered_core::retry::is_connection_lost;
+use ordered_core::retry::{is_connection_lost, refine};
 
 /// Where the caller's insert must put the new row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +87,16 @@ impl Ordering {
         &self.s.spec
     }
 
+    /// Makes inserts idempotent: `id` is the id the caller's new row will have (a
+    /// client-generated id). Under the parent lock the library looks it up first; if the
+    /// row exists, an earlier attempt committed (one that ended with `CommitUnknown`,
+    /// say) and the insert returns [`ordered_core::Error::AlreadyApplied`] without
+    /// writing. Moves and deletes ignore it.
+    pub fn idempotent(mut self, id: Id) -> Self {
+        self.s.idempotency = Some(id);
+        self
+    }
+
     #[doc(hidden)]
     pub fn with_controls(mut self, controls: Controls) -> Self {
         self.s.controls = controls;
@@ -96,7 +106,7 @@ impl Ordering {
     /// A statement run last inside every write, while the locks are held (the
     /// reliability suite's operations log).
     #[doc(hidden)]
-    pub fn with_final_statement(mut self, log: fn(&Request) -> Statement) -> Self {
+    pub fn with_final_statement(mut self, log: FinalStatement) -> Self {
         self.s.log = Some(log);
         self
     }
@@ -123,6 +133,11 @@ impl Ordering {
                             Ok(()) => Ok(v),
                             Err(e) => Err(commit_error(e)),
                         },
+                        Err(Error::Database(e)) if connection_lost(&e) => {
+                            // the server rolls back what it did not commit
+                            let _ = AnsiTransactionManager::rollback_transaction(conn);
+                            return Err(Error::ConnectionLost(e));
+                        }
                         Err(e) => {
                             // a failed operation leaves nothing behind; on MySQL this also
                             // ends a transaction that a lock-wait timeout left open
@@ -153,7 +168,7 @@ impl Ordering {
                 Err(e) => e,
             };
             let class = match &err {
-                Error::Database(e) => classify(e),
+                Error::Database(e) => refine(&self.s.spec, &e.to_string(), classify(e)),
                 Error::Ordering(e) if e.is_retryable() => Class::Retry,
                 _ => Class::Fatal,
             };
@@ -176,6 +191,13 @@ impl Ordering {
                         },
                         other => other,
                     });
+                }
+                Err(false) if class == Class::RetryOnce => {
+                    // the protocol rules a duplicate position out: a second one is a bug
+                    // or a table changed behind the library's back
+                    return Err(Error::Ordering(ordered_core::Error::Inconsistent(format!(
+                        "a duplicate position survived a retry ({err})"
+                    ))));
                 }
                 Err(false) => return Err(err),
             }
@@ -514,6 +536,34 @@ impl Ordering {
         let rows = self.list(conn, parent)?;
         Ok(ordered_core::verify(&self.s.spec, &rows))
     }
+
+    /// Checks that the key column sorts by raw bytes, by behaviour rather than by the
+    /// catalog: the engine sorts and deduplicates a set of probe strings under the
+    /// column's collation, and any difference from byte order is
+    /// [`ordered_core::Error::KeyCollation`]. Run it at startup or in a migration test;
+    /// integer positions need no check. It reads no rows.
+    ///
+    /// ```
+    /// # include!("../doctest_setup.rs");
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let conn = &mut setup();
+    /// Ordering::of::<Track>().check_key_order(conn)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn check_key_order<C: OrderedConnection>(&self, conn: &mut C) -> Result<()> {
+        if !self.s.is_key() {
+            return Ok(());
+        }
+        let stmt = sql::probe_key_order(
+            C::DIALECT,
+            &self.s.spec,
+            ordered_core::verify::KEY_ORDER_PROBES,
+        );
+        match conn.run(&stmt, true)? {
+            Reply::Rows(rows) => Ok(ordered_core::check_key_order(&self.s.spec, &rows)?),
+            other => Err(unexpected(&other)),
+        }
+    }
 }
 
 fn unexpected(r: &Reply) -> Error {
@@ -526,14 +576,17 @@ fn unexpected(r: &Reply) -> Error {
 /// the outcome unknown.
 fn commit_error(e: DieselError) -> Error {
     match &e {
-        DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => {
-            Error::CommitUnknown(e)
-        }
-        DieselError::DatabaseError(_, info) if is_connection_lost(info.message()) => {
-            Error::CommitUnknown(e)
-        }
-        DieselError::DatabaseError(..) => Error::Database(e),
+        DieselError::DatabaseError(..) if !connection_lost(&e) => Error::Database(e),
         _ => Error::CommitUnknown(e),
+    }
+}
+
+/// Whether the connection itself failed (the server ends the transaction uncommitted).
+fn connection_lost(e: &DieselError) -> bool {
+    match e {
+        DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => true,
+        DieselError::DatabaseError(_, info) => is_connection_lost(info.message()),
+        _ => false,
     }
 }
 

@@ -30,6 +30,13 @@ pub enum Error {
     /// applied. Re-read the collection before repeating it.
     #[error("the commit outcome is unknown ({0}); re-read the collection before retrying")]
     CommitUnknown(DbErr),
+    /// The connection failed before the commit (killed, network cut, server restart):
+    /// the server rolled the transaction back, so nothing was applied. Retry on a new
+    /// connection ([`Error::is_retryable`] is true).
+    #[error(
+        "the connection was lost before the commit ({0}); nothing was applied: reconnect and retry"
+    )]
+    ConnectionLost(DbErr),
 }
 
 impl Error {
@@ -43,6 +50,7 @@ impl Error {
                     != ordered_core::retry::Class::Fatal
             }
             Error::Ordering(e) => e.is_retryable(),
+            Error::ConnectionLost(_) => true,
             _ => false,
         }
     }
@@ -60,7 +68,7 @@ impl Error {
 impl From<Error> for DbErr {
     fn from(e: Error) -> Self {
         match e {
-            Error::Database(e) | Error::CommitUnknown(e) => e,
+            Error::Database(e) | Error::CommitUnknown(e) | Error::ConnectionLost(e) => e,
             Error::RetriesExhausted { last, .. } => last,
             other => DbErr::Custom(other.to_string()),
         }

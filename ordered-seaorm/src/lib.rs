@@ -98,6 +98,6 @@ pub mod __private {
     pub use crate::ops::run;
     pub use ordered_core::key::Alphabet;
     pub use ordered_core::migration as core_migration;
-    pub use ordered_core::{Controls, Reply, Request, Statement};
+    pub use ordered_core::{Controls, FinalStatement, Reply, Request, Statement};
     pub use sea_orm;
 }

@@ -5,10 +5,10 @@ use std::any::TypeId;
 use std::future::Future;
 use std::pin::Pin;
 
-use ordered_core::retry::{Attempts, Class, classify_message, is_connection_lost};
+use ordered_core::retry::{Attempts, Class, classify_message, is_connection_lost, refine};
 use ordered_core::{
-    Action, Arg, Controls, Dialect, Id, Outcome, Placement, Position, Reply, Report, Request,
-    RetryPolicy, Returns, Row, Settings, Spec, Statement, sql,
+    Action, Arg, Controls, Dialect, FinalStatement, Id, Outcome, Placement, Position, Reply,
+    Report, Request, RetryPolicy, Returns, Row, Settings, Spec, Statement, sql,
 };
 use sea_orm::{
     ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, SqliteTransactionMode,
@@ -167,6 +167,16 @@ impl Ordering {
         &self.s.spec
     }
 
+    /// Makes inserts idempotent: `id` is the id the caller's new row will have (a
+    /// client-generated id). Under the parent lock the library looks it up first; if the
+    /// row exists, an earlier attempt committed (one that ended with `CommitUnknown`,
+    /// say) and the insert returns [`ordered_core::Error::AlreadyApplied`] without
+    /// writing. Moves and deletes ignore it.
+    pub fn idempotent(mut self, id: Id) -> Self {
+        self.s.idempotency = Some(id);
+        self
+    }
+
     #[doc(hidden)]
     pub fn with_controls(mut self, controls: Controls) -> Self {
         self.s.controls = controls;
@@ -174,7 +184,7 @@ impl Ordering {
     }
 
     #[doc(hidden)]
-    pub fn with_final_statement(mut self, log: fn(&Request) -> Statement) -> Self {
+    pub fn with_final_statement(mut self, log: FinalStatement) -> Self {
         self.s.log = Some(log);
         self
     }
@@ -226,6 +236,11 @@ impl Ordering {
                         }
                         Err(e) => Error::Database(e),
                     },
+                    Err(Error::Database(e)) if is_connection_lost(&e.to_string()) => {
+                        // the server rolls back what it did not commit
+                        let _ = txn.rollback().await;
+                        return Err(Error::ConnectionLost(e));
+                    }
                     Err(e) => {
                         // nothing is left behind; on MySQL this also ends a transaction a
                         // lock-wait timeout left open
@@ -238,7 +253,7 @@ impl Ordering {
                 return Err(err);
             }
             let class = match &err {
-                Error::Database(e) => classify(e),
+                Error::Database(e) => refine(&self.s.spec, &e.to_string(), classify(e)),
                 Error::Ordering(e) if e.is_retryable() => Class::Retry,
                 _ => Class::Fatal,
             };
@@ -255,6 +270,13 @@ impl Ordering {
                         },
                         other => other,
                     });
+                }
+                Err(false) if class == Class::RetryOnce => {
+                    // the protocol rules a duplicate position out: a second one is a bug
+                    // or a table changed behind the library's back
+                    return Err(Error::Ordering(ordered_core::Error::Inconsistent(format!(
+                        "a duplicate position survived a retry ({err})"
+                    ))));
                 }
                 Err(false) => return Err(err),
             }
@@ -451,6 +473,23 @@ impl Ordering {
     pub async fn verify<C: ConnectionTrait>(&self, db: &C, parent: Id) -> Result<Report> {
         let rows = self.list(db, parent).await?;
         Ok(ordered_core::verify(&self.s.spec, &rows))
+    }
+
+    /// Checks that the key column sorts by raw bytes, by behaviour rather than by the
+    /// catalog: the engine sorts and deduplicates a set of probe strings under the
+    /// column's collation, and any difference from byte order is
+    /// [`ordered_core::Error::KeyCollation`]. Run it at startup or in a migration test;
+    /// integer positions need no check. It reads no rows.
+    pub async fn check_key_order<C: ConnectionTrait>(&self, db: &C) -> Result<()> {
+        if !self.s.is_key() {
+            return Ok(());
+        }
+        let d = dialect(db.get_database_backend())?;
+        let stmt = sql::probe_key_order(d, &self.s.spec, ordered_core::verify::KEY_ORDER_PROBES);
+        match run(db, &stmt, true).await? {
+            Reply::Rows(rows) => Ok(ordered_core::check_key_order(&self.s.spec, &rows)?),
+            other => Err(unexpected(&other)),
+        }
     }
 }
 
