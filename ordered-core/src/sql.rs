@@ -187,6 +187,25 @@ pub fn lock_parent(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Vec<State
         }
     };
     match d {
+        // the negative control of the reliability suite: a plain row lock, which under
+        // REPEATABLE READ lets a writer plan from a snapshot older than the lock
+        Dialect::Postgres if !bump => {
+            let mut b = B::new(d);
+            b.s("SELECT ")
+                .cast_int(|b| {
+                    b.id(spec.parent_id);
+                })
+                .s(" AS o_id, ");
+            version_col(&mut b);
+            b.s(" AS o_version FROM ")
+                .id(spec.parent_table)
+                .s(" WHERE ")
+                .id(spec.parent_id)
+                .s(" = ")
+                .i(parent)
+                .s(" FOR UPDATE");
+            vec![b.done(Returns::Parent)]
+        }
         Dialect::Postgres => {
             let mut b = B::new(d);
             b.s("UPDATE ").id(spec.parent_table).s(" SET ");

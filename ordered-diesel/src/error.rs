@@ -63,7 +63,9 @@ impl Error {
     /// not own): roll back and retry the transaction yourself when this is true.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::Database(e) => classify(e) != Class::Fatal,
+            // a duplicate is not: the library retries one on the position key itself
+            // (then reports Inconsistent), and one on another key is the caller's row
+            Error::Database(e) => classify(e) == Class::Retry,
             Error::Ordering(e) => e.is_retryable(),
             Error::ConnectionLost(_) => true,
             _ => false,

@@ -148,7 +148,22 @@ impl Ordering {
                 }
                 Err(DieselError::AlreadyInTransaction) => {
                     // inside the caller's transaction: a savepoint, and no retries
-                    return conn.transaction(|c| self.drive(c, &req, insert.as_deref_mut()));
+                    AnsiTransactionManager::begin_transaction(conn)?;
+                    return match self.drive(conn, &req, insert.as_deref_mut()) {
+                        Ok(v) => {
+                            AnsiTransactionManager::commit_transaction(conn)?;
+                            Ok(v)
+                        }
+                        Err(e) => {
+                            // the engine may have rolled the whole transaction back
+                            // already (an InnoDB deadlock, MariaDB's 1020): the savepoint
+                            // is gone then, and the engine's error is the one that tells
+                            // the caller to retry, so it is kept; Diesel marks the
+                            // caller's transaction for rollback
+                            let _ = AnsiTransactionManager::rollback_transaction(conn);
+                            Err(e)
+                        }
+                    };
                 }
                 Err(e) => Err(Error::Database(e)),
             };
@@ -547,7 +562,8 @@ impl Ordering {
     /// # include!("../doctest_setup.rs");
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let conn = &mut setup();
-    /// Ordering::of::<Track>().check_key_order(conn)?;
+    /// // Track positions are integers: nothing to probe; key columns are probed
+    /// ordered_diesel::Ordering::of::<Track>().check_key_order(conn)?;
     /// # Ok(()) }
     /// ```
     pub fn check_key_order<C: OrderedConnection>(&self, conn: &mut C) -> Result<()> {

@@ -45,9 +45,11 @@ impl Error {
     /// true.
     pub fn is_retryable(&self) -> bool {
         match self {
+            // a duplicate is not: the library retries one on the position key itself
+            // (then reports Inconsistent), and one on another key is the caller's row
             Error::Database(e) => {
                 ordered_core::retry::classify_message(&e.to_string())
-                    != ordered_core::retry::Class::Fatal
+                    == ordered_core::retry::Class::Retry
             }
             Error::Ordering(e) => e.is_retryable(),
             Error::ConnectionLost(_) => true,

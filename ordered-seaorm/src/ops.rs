@@ -201,10 +201,12 @@ impl Ordering {
         T: Send,
     {
         let nested = TypeId::of::<C>() == TypeId::of::<DatabaseTransaction>();
-        // READ COMMITTED on MySQL/MariaDB: no gap locks, so writers on adjacent parents
-        // do not deadlock; the parent lock serialises the writers of one parent
-        // (only for a transaction of its own: inside the caller's it is a savepoint)
-        let isolation_level = (db.get_database_backend() == DbBackend::MySql
+        // READ COMMITTED on MySQL/MariaDB (no gap locks, so writers on adjacent parents
+        // do not deadlock) and on PostgreSQL (under a REPEATABLE READ or SERIALIZABLE
+        // session default, writers queued on a busy parent would all fail with 40001
+        // and starve); the parent lock serialises the writers of one parent. Only for a
+        // transaction of its own: inside the caller's it is a savepoint.
+        let isolation_level = (db.get_database_backend() != DbBackend::Sqlite
             && TypeId::of::<C>() != TypeId::of::<DatabaseTransaction>())
         .then_some(sea_orm::IsolationLevel::ReadCommitted);
         let options = TransactionOptions {

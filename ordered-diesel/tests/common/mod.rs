@@ -28,6 +28,8 @@ pub trait TestConn: OrderedConnection + SimpleConnection + Send + 'static {
     fn connect(db: &str) -> Self;
     /// Another connection to the same database.
     fn open(db: &str) -> Self;
+    /// A connection to a server at `url` (PostgreSQL and MySQL only).
+    fn open_url(url: &str) -> Self;
     /// Inserts an item row with its title and slot; returns its id.
     fn insert_item(&mut self, t: &Tables, title: &str, slot: &Slot) -> QueryResult<Id>;
     fn exec(&mut self, sql: &str) {
@@ -80,6 +82,9 @@ impl TestConn for diesel::SqliteConnection {
         .unwrap();
         c
     }
+    fn open_url(_: &str) -> Self {
+        unreachable!("SQLite has no server")
+    }
     fn insert_item(&mut self, t: &Tables, title: &str, slot: &Slot) -> QueryResult<Id> {
         let q = diesel::sql_query(format!(
             "INSERT INTO \"{}\" (\"parent_id\", \"title\", \"position\") VALUES (?, ?, ?) RETURNING \"id\" AS id",
@@ -102,6 +107,9 @@ impl TestConn for diesel::PgConnection {
     fn open(_db: &str) -> Self {
         let url = std::env::var("ORDERED_PG_URL").expect("ORDERED_PG_URL");
         PgConnection::establish(&url).unwrap_or_else(|e| panic!("PostgreSQL at {url}: {e}"))
+    }
+    fn open_url(url: &str) -> Self {
+        PgConnection::establish(url).unwrap_or_else(|e| panic!("PostgreSQL at {url}: {e}"))
     }
     fn insert_item(&mut self, t: &Tables, title: &str, slot: &Slot) -> QueryResult<Id> {
         let q = diesel::sql_query(format!(
@@ -126,6 +134,9 @@ impl TestConn for diesel::MysqlConnection {
     fn open(_db: &str) -> Self {
         let url = std::env::var("ORDERED_MYSQL_URL").expect("ORDERED_MYSQL_URL");
         MysqlConnection::establish(&url).unwrap_or_else(|e| panic!("MySQL at {url}: {e}"))
+    }
+    fn open_url(url: &str) -> Self {
+        MysqlConnection::establish(url).unwrap_or_else(|e| panic!("MySQL at {url}: {e}"))
     }
     fn insert_item(&mut self, t: &Tables, title: &str, slot: &Slot) -> QueryResult<Id> {
         let q = diesel::sql_query(format!(
