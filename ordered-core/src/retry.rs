@@ -76,6 +76,7 @@ pub fn is_connection_lost(msg: &str) -> bool {
         "server closed the connection",
         "terminating connection", // PostgreSQL 57P01 (pg_terminate_backend)
         "Connection was killed",  // MariaDB 1927 (KILL)
+        "error communicating with database", // sqlx (SeaORM): an I/O error, EOF
         "Lost connection",
         "gone away",
         "no connection",

@@ -103,14 +103,16 @@ pub use ordered_core::key;
 /// The statements the library runs, per engine (for inspection and logging).
 pub use ordered_core::sql;
 pub use ordered_core::{
-    Dense, Dialect, Fractional, Gapped, Id, Ordered, Outcome, Placement, Position, PositionKind,
-    PositionStrategy, RebalancePolicy, Report, RetryPolicy, Row, Spec,
+    Dense, Dialect, Fractional, Gapped, Id, MAX_POSITION, MIN_POSITION, Ordered, Outcome,
+    Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report, RetryPolicy, Row,
+    Spec,
 };
 
 #[doc(hidden)]
 pub mod __private {
     pub use diesel;
     pub use ordered_core::key::Alphabet;
+    pub use ordered_core::position::PARK_POSITION;
     pub use ordered_core::{Controls, FinalStatement, Reply, Request, Statement};
 
     /// What a derive with errors expands to, so that only the real error is reported.

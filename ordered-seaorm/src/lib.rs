@@ -77,8 +77,9 @@ pub use ordered_seaorm_derive::DeriveOrdered;
 
 pub use ordered_core::Error as OrderingError;
 pub use ordered_core::{
-    Dense, Dialect, Fractional, Gapped, Id, Outcome, Placement, Position, PositionKind,
-    PositionStrategy, RebalancePolicy, Report, RetryPolicy, Row, Spec, key, sql,
+    Dense, Dialect, Fractional, Gapped, Id, MAX_POSITION, MIN_POSITION, Outcome, Placement,
+    Position, PositionKind, PositionStrategy, RebalancePolicy, Report, RetryPolicy, Row, Spec, key,
+    sql,
 };
 
 /// An entity whose rows are ordered within a parent. Implemented by

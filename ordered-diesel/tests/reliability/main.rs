@@ -13,6 +13,7 @@
     unreachable_pub
 )]
 
+mod bad;
 #[path = "../common/mod.rs"]
 mod common;
 mod contention;
@@ -264,6 +265,7 @@ pub fn in_callers_txn<C: TestConn, T>(
 fn reliability_suite() {
     let started = Instant::now();
     contention::run();
+    bad::run();
     engine::run();
     retries::run();
     let rows = REPORT.lock().unwrap().clone();

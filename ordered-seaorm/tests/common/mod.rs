@@ -1,0 +1,233 @@
+//! Test harness shared by the SeaORM tests: engines from the environment, tables named
+//! per test, raw inserts, reads and soundness checks.
+#![allow(
+    dead_code,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
+
+use ordered_seaorm::{
+    Dialect, Fractional, Gapped, Id, Ordering, Placement, Position, PositionStrategy,
+    RebalancePolicy, Slot, Spec, dialect, sql,
+};
+use sea_orm::{ConnectionTrait, Database, DatabaseConnection, DbErr, Statement};
+
+pub static GAPPED: Gapped = Gapped::DEFAULT;
+pub static TIGHT: Gapped = Gapped::new(4);
+pub static KEYS: Fractional = Fractional::DEFAULT;
+pub static SHORT_KEYS: Fractional = Fractional::new(ordered_seaorm::key::Alphabet::BASE62, 10);
+
+pub fn engines() -> Vec<(&'static str, String)> {
+    let required = std::env::var("ORDERED_REQUIRE_DBS").is_ok_and(|v| v == "1");
+    let mut out = vec![("sqlite", String::new())];
+    for (name, var) in [
+        ("postgres", "ORDERED_PG_URL"),
+        ("mysql", "ORDERED_MYSQL_URL"),
+    ] {
+        match std::env::var(var) {
+            Ok(url) if !url.is_empty() => out.push((name, url)),
+            _ if required => panic!("ORDERED_REQUIRE_DBS=1 but {var} is not set"),
+            _ => eprintln!("skipped {name}: {var} is not set"),
+        }
+    }
+    out
+}
+
+pub async fn connect(engine: &str, url: &str, db: &str) -> DatabaseConnection {
+    connect_with(engine, url, db, 8).await
+}
+
+/// Another pool on an existing database (SQLite: the file is kept).
+pub async fn connect_to(engine: &str, url: &str, db: &str) -> DatabaseConnection {
+    if engine == "sqlite" {
+        let path = std::env::temp_dir().join(format!("ordered-sea-{db}.db"));
+        let opts = sea_orm::ConnectOptions::new(format!("sqlite://{}?mode=rwc", path.display()));
+        return Database::connect(opts).await.unwrap();
+    }
+    Database::connect(sea_orm::ConnectOptions::new(url.to_owned()))
+        .await
+        .unwrap_or_else(|e| panic!("{engine} at {url}: {e}"))
+}
+
+pub async fn connect_with(
+    engine: &str,
+    url: &str,
+    db: &str,
+    sqlite_pool: u32,
+) -> DatabaseConnection {
+    if engine == "sqlite" {
+        let path = std::env::temp_dir().join(format!("ordered-sea-{db}.db"));
+        for ext in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+        }
+        let mut opts =
+            sea_orm::ConnectOptions::new(format!("sqlite://{}?mode=rwc", path.display()));
+        opts.max_connections(sqlite_pool).min_connections(1);
+        let c = Database::connect(opts).await.unwrap();
+        c.execute_unprepared("PRAGMA journal_mode = WAL")
+            .await
+            .unwrap();
+        c
+    } else {
+        let mut opts = sea_orm::ConnectOptions::new(url.to_owned());
+        opts.max_connections(10);
+        Database::connect(opts)
+            .await
+            .unwrap_or_else(|e| panic!("{engine} at {url}: {e}"))
+    }
+}
+
+pub fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+pub fn spec_for(
+    test: &str,
+    strategy: &'static dyn PositionStrategy,
+    policy: RebalancePolicy,
+) -> Spec {
+    Spec {
+        table: leak(format!("s_{test}_i")),
+        id: "id",
+        parent: "parent_id",
+        position: "position",
+        parent_table: leak(format!("s_{test}_p")),
+        parent_id: "id",
+        version: Some("version"),
+        unique: None,
+        strategy,
+        policy,
+    }
+}
+
+pub async fn exec(db: &impl ConnectionTrait, s: &str) {
+    db.execute_unprepared(s)
+        .await
+        .unwrap_or_else(|e| panic!("{s}: {e}"));
+}
+
+pub async fn reset(db: &DatabaseConnection, spec: &Spec, parents: &[Id]) {
+    let d = dialect(db.get_database_backend()).unwrap();
+    let q = |s: &str| sql::quote(d, s);
+    exec(db, &format!("DROP TABLE IF EXISTS {}", q(spec.table))).await;
+    exec(
+        db,
+        &format!("DROP TABLE IF EXISTS {}", q(spec.parent_table)),
+    )
+    .await;
+    use ordered_seaorm::__private::core_migration::{create_parent_table, create_table};
+    for m in [
+        create_parent_table(d, spec, &[("name", "VARCHAR(100)")]),
+        create_table(d, spec, &[("title", "VARCHAR(100) NOT NULL")]),
+    ] {
+        for s in &m.up {
+            exec(db, s).await;
+        }
+    }
+    for p in parents {
+        exec(
+            db,
+            &format!(
+                "INSERT INTO {} ({}, {}) VALUES ({p}, 'p{p}')",
+                q(spec.parent_table),
+                q("id"),
+                q("name")
+            ),
+        )
+        .await;
+    }
+}
+
+/// Inserts an item row with raw SQL (tables named per test have no entity).
+pub async fn insert_item(
+    txn: &sea_orm::DatabaseTransaction,
+    spec: Spec,
+    title: String,
+    slot: Slot,
+) -> Result<Id, DbErr> {
+    let backend = txn.get_database_backend();
+    let d = dialect(backend).map_err(DbErr::from)?;
+    let q = |s: &str| sql::quote(d, s);
+    let pos: sea_orm::Value = match &slot.position {
+        Position::Int(v) => (*v).into(),
+        Position::Key(k) => k.clone().into(),
+    };
+    let (ph, returning) = match d {
+        Dialect::Postgres => (
+            "$1, $2, $3",
+            format!(" RETURNING CAST({} AS BIGINT) AS id", q("id")),
+        ),
+        Dialect::Sqlite => ("?, ?, ?", format!(" RETURNING {} AS id", q("id"))),
+        Dialect::Mysql => ("?, ?, ?", String::new()),
+    };
+    let stmt = Statement::from_sql_and_values(
+        backend,
+        format!(
+            "INSERT INTO {} ({}, {}, {}) VALUES ({ph}){returning}",
+            q(spec.table),
+            q("parent_id"),
+            q("title"),
+            q("position")
+        ),
+        [slot.parent.into(), title.into(), pos],
+    );
+    if d == Dialect::Mysql {
+        return Ok(txn.execute_raw(stmt).await?.last_insert_id() as Id);
+    }
+    let row = txn
+        .query_one_raw(stmt)
+        .await?
+        .ok_or_else(|| DbErr::RecordNotInserted)?;
+    row.try_get::<i64>("", "id")
+}
+
+pub fn inserter(
+    spec: Spec,
+    title: String,
+) -> impl for<'a> FnMut(&'a sea_orm::DatabaseTransaction, Slot) -> ordered_seaorm::InsertFuture<'a, Id>
++ Send {
+    move |txn, slot| {
+        let t = title.clone();
+        Box::pin(async move { insert_item(txn, spec, t, slot).await })
+    }
+}
+
+pub async fn add(
+    db: &DatabaseConnection,
+    spec: Spec,
+    parent: Id,
+    at: Placement,
+    title: &str,
+) -> Id {
+    let o = Ordering::new(spec);
+    let f = inserter(spec, title.to_owned());
+    let r = match at {
+        Placement::First => o.insert_first(db, parent, f).await,
+        Placement::Last => o.insert_last(db, parent, f).await,
+        Placement::Before(a) => o.insert_before(db, parent, a, f).await,
+        Placement::After(a) => o.insert_after(db, parent, a, f).await,
+        Placement::Between { prev, next } => o.insert_between(db, parent, prev, next, f).await,
+        Placement::Index(i) => o.insert_at_index(db, parent, i, f).await,
+    };
+    r.unwrap_or_else(|e| panic!("insert {title}: {e}")).value
+}
+
+pub async fn ids(db: &impl ConnectionTrait, spec: Spec, parent: Id) -> Vec<Id> {
+    Ordering::new(spec)
+        .list(db, parent)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect()
+}
+
+pub async fn sound(db: &DatabaseConnection, spec: Spec, parent: Id) -> Vec<ordered_seaorm::Row> {
+    let rows = Ordering::new(spec).list(db, parent).await.unwrap();
+    let report = Ordering::new(spec).verify(db, parent).await.unwrap();
+    assert!(report.is_ok(), "{report:?}");
+    assert!(rows.windows(2).all(|w| w[0].position < w[1].position));
+    rows
+}
