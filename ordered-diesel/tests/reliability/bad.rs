@@ -28,34 +28,20 @@ pub fn run() {
 /// `ParentNotFound`, none a deadlock (MariaDB 1213), and no parent row appears.
 fn b4<C: TestConn>(_: ()) {
     let (mut c, t) = setup::<C>("b4", &GAPPED, RebalancePolicy::Window, &[1]);
-    let tallies: Vec<Tally> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..2)
-            .map(|w| {
-                let t = &t;
-                s.spawn(move || {
-                    let mut conn = C::open(&t.db);
-                    let mut tally = Tally::default();
-                    for i in 0..50 {
-                        let t0 = Instant::now();
-                        let r = ord(t).insert_last(&mut conn, 999, |c, s| {
-                            c.insert_item(t, &format!("o{w}-{i}"), &s)
-                        });
-                        tally.lat.push(t0.elapsed());
-                        match r {
-                            Ok(r) => tally.outcome(&r.outcome),
-                            Err(e) => tally.error(&e),
-                        }
-                    }
-                    tally
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    let all = crate::threads(2, |w, tally| {
+        let mut conn = C::open(&t.db);
+        for i in 0..50 {
+            let t0 = Instant::now();
+            let r = ord(&t).insert_last(&mut conn, 999, |c, s| {
+                c.insert_item(&t, &format!("o{w}-{i}"), &s)
+            });
+            tally.lat.push(t0.elapsed());
+            match r {
+                Ok(r) => tally.outcome(&r.outcome),
+                Err(e) => tally.error(&e),
+            }
+        }
     });
-    let mut all = Tally::default();
-    for x in tallies {
-        all.merge(x);
-    }
     let label = format!("B4 {}", C::name());
     assert_eq!(
         all.errors.get("ParentNotFound").copied(),

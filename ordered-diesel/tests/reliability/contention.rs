@@ -86,20 +86,10 @@ fn workers<C: TestConn>(
     work: impl Fn(usize, &mut C, &mut Tally) + Sync,
 ) -> Tally {
     let started = Instant::now();
-    let tallies: Vec<Tally> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..n)
-            .map(|w| {
-                let work = &work;
-                s.spawn(move || {
-                    let mut conn = C::open(&t.db);
-                    set_isolation(&mut conn, level);
-                    let mut tally = Tally::default();
-                    work(w, &mut conn, &mut tally);
-                    tally
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    let all = crate::threads(n, |w, tally| {
+        let mut conn = C::open(&t.db);
+        set_isolation(&mut conn, level);
+        work(w, &mut conn, tally);
     });
     assert!(
         started.elapsed() < Duration::from_secs(60),
@@ -107,10 +97,6 @@ fn workers<C: TestConn>(
         C::name(),
         started.elapsed()
     );
-    let mut all = Tally::default();
-    for t in tallies {
-        all.merge(t);
-    }
     all
 }
 

@@ -199,6 +199,28 @@ impl Tally {
     }
 }
 
+/// Runs `work(w, tally)` on `n` threads at once and merges their tallies.
+pub fn threads(n: usize, work: impl Fn(usize, &mut Tally) + Sync) -> Tally {
+    let tallies: Vec<Tally> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..n)
+            .map(|w| {
+                let work = &work;
+                s.spawn(move || {
+                    let mut tally = Tally::default();
+                    work(w, &mut tally);
+                    tally
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut all = Tally::default();
+    for t in tallies {
+        all.merge(t);
+    }
+    all
+}
+
 /// A short name for an error kind, for the report.
 pub fn kind(e: &Error) -> String {
     match e {
