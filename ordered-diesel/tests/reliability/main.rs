@@ -1,6 +1,7 @@
 //! The reliability suite (RELIABILITY.md section 3) on the real engines, at the listed
-//! isolation levels: contention (C1-C6), stale requests (S5; S1-S4 and B1-B7 are in
-//! `engines.rs` and ordered-core's tests), engine behaviour (E1-E5) and retries (R1-R2).
+//! isolation levels: contention (C1-C6), stale requests (S1-S5), bad input against the
+//! engines (B4-B7; the key functions' B1-B3 are ordered-core's fixture and property tests
+//! and the fuzz target), engine behaviour (E1-E5) and retries (R1-R2).
 //! Prints a report table and writes `target/ordered-reliability.md`.
 //!
 //! Two oracles: the ops log ([`oracle`]), replayed against an in-memory list, and the
@@ -20,6 +21,7 @@ mod contention;
 mod engine;
 mod oracle;
 mod retries;
+mod stale;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -287,6 +289,7 @@ pub fn in_callers_txn<C: TestConn, T>(
 fn reliability_suite() {
     let started = Instant::now();
     contention::run();
+    stale::run();
     bad::run();
     engine::run();
     retries::run();
