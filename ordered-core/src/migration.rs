@@ -310,17 +310,23 @@ pub fn add_ordering(d: Dialect, spec: &Spec, backfill: Backfill<'_>) -> Migratio
     Migration { up, down }
 }
 
+/// The column type of a generated 64-bit primary key on `d` (the tables this module
+/// creates use it for their `id`).
+pub fn serial_primary_key(d: Dialect) -> &'static str {
+    match d {
+        Dialect::Postgres => "BIGSERIAL PRIMARY KEY",
+        Dialect::Mysql => "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
+        Dialect::Sqlite => "INTEGER PRIMARY KEY AUTOINCREMENT",
+    }
+}
+
 /// Creates a new ordered table: `id` primary key, the parent column referencing the
 /// parent table (`ON DELETE CASCADE`), the position column with its CHECK and unique
 /// constraint, and `columns` (name, SQL type) of your own. The parent table (with its
 /// version column, if any) must exist: see [`create_parent_table`].
 pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migration {
     let t = q(d, spec.table);
-    let id_ty = match d {
-        Dialect::Postgres => "BIGSERIAL PRIMARY KEY",
-        Dialect::Mysql => "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
-        Dialect::Sqlite => "INTEGER PRIMARY KEY AUTOINCREMENT",
-    };
+    let id_ty = serial_primary_key(d);
     let parent_ty = match d {
         Dialect::Sqlite => "INTEGER",
         _ => "BIGINT",
@@ -386,11 +392,7 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
 /// Creates a parent table `parent_table (parent_id, <columns>, version)` for examples
 /// and tests; real applications already have theirs.
 pub fn create_parent_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migration {
-    let id_ty = match d {
-        Dialect::Postgres => "BIGSERIAL PRIMARY KEY",
-        Dialect::Mysql => "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
-        Dialect::Sqlite => "INTEGER PRIMARY KEY AUTOINCREMENT",
-    };
+    let id_ty = serial_primary_key(d);
     let mut cols = vec![format!("{} {id_ty}", q(d, spec.parent_id))];
     for (name, ty) in columns {
         cols.push(format!("{} {ty}", q(d, name)));

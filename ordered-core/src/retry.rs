@@ -88,6 +88,18 @@ pub fn is_connection_lost(msg: &str) -> bool {
     .any(|m| msg.contains(m))
 }
 
+/// Why [`Attempts::after_failure`] says to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The error is not retryable: return it.
+    Fatal,
+    /// Retries ran out (attempts or deadline): report the last error as exhausted.
+    Exhausted,
+    /// A duplicate on the position key came back after its one retry. The protocol
+    /// rules that out, so report it as [`crate::Error::Inconsistent`].
+    DuplicateAgain,
+}
+
 /// Bounded retries around the whole operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
@@ -176,20 +188,18 @@ impl Attempts {
         self.attempt += 1;
         self.attempt
     }
-    /// After a failure of class `c`: `Ok(pause)` to retry after `pause`, `Err(exhausted)`
-    /// to stop, where `exhausted` says whether retries ran out (rather than the error
-    /// not being retryable).
-    pub fn after_failure(&mut self, c: Class) -> Result<Duration, bool> {
-        let retry = match c {
-            Class::Fatal => false,
-            Class::Retry => true,
-            Class::RetryOnce => !std::mem::replace(&mut self.once_used, true),
-        };
-        if !retry {
-            return Err(false);
+    /// After a failure of class `c`: `Ok(pause)` to retry after `pause`, or why to stop.
+    pub fn after_failure(&mut self, c: Class) -> Result<Duration, Stop> {
+        match c {
+            Class::Fatal => return Err(Stop::Fatal),
+            Class::Retry => {}
+            Class::RetryOnce if std::mem::replace(&mut self.once_used, true) => {
+                return Err(Stop::DuplicateAgain);
+            }
+            Class::RetryOnce => {}
         }
         if !self.policy.allows(self.attempt, self.started) {
-            return Err(true);
+            return Err(Stop::Exhausted);
         }
         Ok(self.policy.pause(self.attempt, self.started))
     }
@@ -258,12 +268,15 @@ mod tests {
         a.begin();
         assert!(a.after_failure(Class::Retry).is_ok());
         a.begin();
-        assert_eq!(a.after_failure(Class::Retry), Err(true));
+        assert_eq!(a.after_failure(Class::Retry), Err(Stop::Exhausted));
         let mut once = Attempts::new(p);
         once.begin();
         assert!(once.after_failure(Class::RetryOnce).is_ok());
         once.begin();
-        assert_eq!(once.after_failure(Class::RetryOnce), Err(false));
-        assert_eq!(once.after_failure(Class::Fatal), Err(false));
+        assert_eq!(
+            once.after_failure(Class::RetryOnce),
+            Err(Stop::DuplicateAgain)
+        );
+        assert_eq!(once.after_failure(Class::Fatal), Err(Stop::Fatal));
     }
 }

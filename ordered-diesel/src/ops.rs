@@ -10,7 +10,7 @@ use ordered_core::{
 
 use crate::conn::OrderedConnection;
 use crate::error::{Class, Error, Result, classify};
-use ordered_core::retry::{is_connection_lost, refine};
+use ordered_core::retry::{Stop, is_connection_lost, refine};
 
 /// Where the caller's insert must put the new row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -198,7 +198,7 @@ impl Ordering {
                     );
                     std::thread::sleep(pause);
                 }
-                Err(true) => {
+                Err(Stop::Exhausted) => {
                     return Err(match err {
                         Error::Database(last) => Error::RetriesExhausted {
                             attempts: attempt,
@@ -207,14 +207,13 @@ impl Ordering {
                         other => other,
                     });
                 }
-                Err(false) if class == Class::RetryOnce => {
-                    // the protocol rules a duplicate position out: a second one is a bug
-                    // or a table changed behind the library's back
+                Err(Stop::DuplicateAgain) => {
+                    // a bug, or a table changed behind the library's back
                     return Err(Error::Ordering(ordered_core::Error::Inconsistent(format!(
                         "a duplicate position survived a retry ({err})"
                     ))));
                 }
-                Err(false) => return Err(err),
+                Err(Stop::Fatal) => return Err(err),
             }
         }
     }

@@ -5,7 +5,7 @@ use std::any::TypeId;
 use std::future::Future;
 use std::pin::Pin;
 
-use ordered_core::retry::{Attempts, Class, classify_message, is_connection_lost, refine};
+use ordered_core::retry::{Attempts, Class, Stop, classify_message, is_connection_lost, refine};
 use ordered_core::{
     Action, Arg, Controls, Dialect, FinalStatement, Id, Outcome, Placement, Position, Reply,
     Report, Request, RetryPolicy, Returns, Row, Settings, Spec, Statement, sql,
@@ -264,7 +264,7 @@ impl Ordering {
                     tracing::debug!(table = self.s.spec.table, attempt, error = %err, pause_ms = pause.as_millis() as u64, "ordered: retrying");
                     tokio::time::sleep(pause).await;
                 }
-                Err(true) => {
+                Err(Stop::Exhausted) => {
                     return Err(match err {
                         Error::Database(last) => Error::RetriesExhausted {
                             attempts: attempt,
@@ -273,14 +273,13 @@ impl Ordering {
                         other => other,
                     });
                 }
-                Err(false) if class == Class::RetryOnce => {
-                    // the protocol rules a duplicate position out: a second one is a bug
-                    // or a table changed behind the library's back
+                Err(Stop::DuplicateAgain) => {
+                    // a bug, or a table changed behind the library's back
                     return Err(Error::Ordering(ordered_core::Error::Inconsistent(format!(
                         "a duplicate position survived a retry ({err})"
                     ))));
                 }
-                Err(false) => return Err(err),
+                Err(Stop::Fatal) => return Err(err),
             }
         }
     }

@@ -336,20 +336,10 @@ pub fn sound<C: TestConn>(conn: &mut C, t: &Tables, parent: Id) -> Vec<ordered_d
     rows
 }
 
-pub fn version<C: TestConn>(conn: &mut C, t: &Tables, parent: Id) -> i64 {
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
-    let cast = if C::DIALECT == Dialect::Mysql {
-        "SIGNED"
-    } else {
-        "BIGINT"
-    };
+/// Runs a query returning one `o_count` BIGINT and returns it.
+pub fn count<C: TestConn>(conn: &mut C, sql: &str) -> i64 {
     let stmt = ordered_diesel::sql::Statement {
-        sql: format!(
-            "SELECT CAST({} AS {cast}) AS o_count FROM {} WHERE {} = {parent}",
-            q("version"),
-            q(t.parents),
-            q("id")
-        ),
+        sql: sql.to_owned(),
         args: vec![],
         returns: ordered_diesel::sql::Returns::Count,
     };
@@ -357,6 +347,24 @@ pub fn version<C: TestConn>(conn: &mut C, t: &Tables, parent: Id) -> i64 {
         ordered_core_reply::Count(v) => v,
         other => panic!("{other:?}"),
     }
+}
+
+pub fn version<C: TestConn>(conn: &mut C, t: &Tables, parent: Id) -> i64 {
+    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let cast = if C::DIALECT == Dialect::Mysql {
+        "SIGNED"
+    } else {
+        "BIGINT"
+    };
+    count(
+        conn,
+        &format!(
+            "SELECT CAST({} AS {cast}) AS o_count FROM {} WHERE {} = {parent}",
+            q("version"),
+            q(t.parents),
+            q("id")
+        ),
+    )
 }
 
 pub fn strategies() -> [(&'static str, &'static dyn PositionStrategy); 2] {

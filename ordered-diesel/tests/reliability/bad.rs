@@ -51,19 +51,14 @@ fn b4<C: TestConn>(_: ()) {
     );
     assert_eq!(all.errors.len(), 1, "{label}: {:?}", all.errors);
     let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
-    let stmt = ordered_diesel::sql::Statement {
-        sql: format!(
+    let rows = count(
+        &mut c,
+        &format!(
             "SELECT COUNT(*) AS o_count FROM {} WHERE {} = 999",
             q(t.parents),
             q("id")
         ),
-        args: vec![],
-        returns: ordered_diesel::sql::Returns::Count,
-    };
-    let rows = match c.run(&stmt, false).unwrap() {
-        ordered_diesel::__private::Reply::Count(n) => n,
-        other => panic!("{other:?}"),
-    };
+    );
     assert_eq!(rows, 0, "{label}: a parent row was created");
     assert!(
         ids(&mut c, &t, 999).is_empty(),
@@ -160,19 +155,14 @@ fn b7<C: TestConn>(_: ()) {
         Position::Int(p) if (MIN_POSITION..=MAX_POSITION).contains(&p)
     )));
     if C::DIALECT == Dialect::Sqlite {
-        let stmt = ordered_diesel::sql::Statement {
-            sql: format!(
+        let reals = count(
+            &mut c,
+            &format!(
                 "SELECT COUNT(*) AS o_count FROM {} WHERE typeof({}) <> 'integer'",
                 q(t.items),
                 q("position")
             ),
-            args: vec![],
-            returns: ordered_diesel::sql::Returns::Count,
-        };
-        let reals = match c.run(&stmt, false).unwrap() {
-            ordered_diesel::__private::Reply::Count(n) => n,
-            other => panic!("{other:?}"),
-        };
+        );
         assert_eq!(reals, 0, "B7 sqlite: a position is not an integer");
     }
     for bad in [

@@ -5,8 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering as AtomicOrdering};
 use std::time::{Duration, Instant};
 
-use ordered_diesel::__private::{Controls, Reply};
-use ordered_diesel::sql::{Returns, Statement};
+use ordered_diesel::__private::Controls;
 use ordered_diesel::{
     Dialect, Error, Gapped, Id, OrderingError, Placement, PositionStrategy, RebalancePolicy,
     RetryPolicy,
@@ -497,18 +496,6 @@ fn c4<C: TestConn>(control: bool) {
         );
     }
     drop_tables(&mut c, &t);
-}
-
-fn count<C: TestConn>(c: &mut C, sql: &str) -> i64 {
-    let stmt = Statement {
-        sql: sql.to_owned(),
-        args: vec![],
-        returns: Returns::Count,
-    };
-    match c.run(&stmt, false).unwrap() {
-        Reply::Count(n) => n,
-        other => panic!("{other:?}"),
-    }
 }
 
 /// C5: the connection of a writer paused in the middle of a relabel is killed

@@ -268,43 +268,27 @@ fn e3<C: TestConn>(_: ()) {
     add(&mut c, &t, 1, Placement::Last, "B");
     let start = Model::read(&mut c, &t, &[1]);
     let level = "REPEATABLE READ";
-    let logs: Vec<(Tally, Vec<String>)> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..2)
-            .map(|w| {
-                let t = &t;
-                s.spawn(move || {
-                    let mut conn = C::open(&t.db);
-                    set_isolation(&mut conn, level);
-                    let log = spy(&mut conn);
-                    let mut tally = Tally::default();
-                    for i in 0..100 {
-                        let t0 = Instant::now();
-                        let (r, retries) = in_callers_txn(&mut conn, |c| {
-                            let _ = ids(c, t, 1);
-                            olog(t).insert_after(c, 1, a, |c, s| {
-                                c.insert_item(t, &format!("w{w}-{i}"), &s)
-                            })
-                        });
-                        tally.lat.push(t0.elapsed());
-                        tally.retries += retries;
-                        match r {
-                            Ok(r) => tally.outcome(&r.outcome),
-                            Err(e) => tally.error(&e),
-                        }
-                    }
-                    let sql = log.lock().unwrap().clone();
-                    (tally, sql)
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    let sql = Mutex::new(Vec::new());
+    let all = crate::threads(2, |w, tally| {
+        let mut conn = C::open(&t.db);
+        set_isolation(&mut conn, level);
+        let log = spy(&mut conn);
+        for i in 0..100 {
+            let t0 = Instant::now();
+            let (r, retries) = in_callers_txn(&mut conn, |c| {
+                let _ = ids(c, &t, 1);
+                olog(&t).insert_after(c, 1, a, |c, s| c.insert_item(&t, &format!("w{w}-{i}"), &s))
+            });
+            tally.lat.push(t0.elapsed());
+            tally.retries += retries;
+            match r {
+                Ok(r) => tally.outcome(&r.outcome),
+                Err(e) => tally.error(&e),
+            }
+        }
+        sql.lock().unwrap().extend(log.lock().unwrap().drain(..));
     });
-    let mut all = Tally::default();
-    let mut sql = Vec::new();
-    for (x, s) in logs {
-        all.merge(x);
-        sql.extend(s);
-    }
+    let sql = sql.into_inner().unwrap();
     let label = format!("E3 {} {level}", C::name());
     assert!(all.errors.is_empty(), "{label}: {:?}", all.errors);
     assert_eq!(all.commits, 200, "{label}");
@@ -424,11 +408,7 @@ fn e4<C: TestConn>(_: ()) {
         let table: &'static str = Box::leak(format!("o_e4_bad{i}").into_boxed_str());
         let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
         c.exec(&format!("DROP TABLE IF EXISTS {}", q(table)));
-        let id = match C::DIALECT {
-            Dialect::Postgres => "BIGSERIAL PRIMARY KEY",
-            Dialect::Mysql => "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
-            Dialect::Sqlite => "INTEGER PRIMARY KEY AUTOINCREMENT",
-        };
+        let id = ordered_diesel::migrations::serial_primary_key(C::DIALECT);
         c.exec(&format!(
             "CREATE TABLE {} ({} {id}, {} BIGINT NOT NULL, {} VARCHAR(20), {} {column} NOT NULL, UNIQUE ({}, {}))",
             q(table),

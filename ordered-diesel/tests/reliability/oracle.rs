@@ -17,15 +17,10 @@ pub const LOG: &str = "o_ops_log";
 /// Drops and recreates the log table.
 pub fn reset_log<C: TestConn>(c: &mut C) {
     c.exec(&format!("DROP TABLE IF EXISTS {LOG}"));
-    c.exec(&match C::DIALECT {
-        Dialect::Postgres => format!("CREATE TABLE {LOG} (op_id BIGSERIAL PRIMARY KEY, entry TEXT NOT NULL)"),
-        Dialect::Mysql => format!(
-            "CREATE TABLE {LOG} (op_id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, entry VARCHAR(200) NOT NULL) ENGINE=InnoDB"
-        ),
-        Dialect::Sqlite => format!(
-            "CREATE TABLE {LOG} (op_id INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL)"
-        ),
-    });
+    c.exec(&format!(
+        "CREATE TABLE {LOG} (op_id {}, entry VARCHAR(200) NOT NULL)",
+        ordered_diesel::migrations::serial_primary_key(C::DIALECT)
+    ));
 }
 
 fn at(p: &Placement) -> String {
