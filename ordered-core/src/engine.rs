@@ -144,6 +144,16 @@ impl Settings {
         }
     }
 
+    /// The retry policy on this server: [`RetryPolicy::GALERA`] on a Galera node when
+    /// no other than the default was set, else the one set.
+    pub fn retry_on(&self, galera: bool) -> RetryPolicy {
+        if galera && self.retry == RetryPolicy::default() {
+            RetryPolicy::GALERA
+        } else {
+            self.retry
+        }
+    }
+
     /// Whether positions are text keys (how the adapters decode rows).
     pub fn is_key(&self) -> bool {
         matches!(self.spec.strategy.kind(), PositionKind::Key { .. })
@@ -164,6 +174,7 @@ impl Settings {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
+    Start,
     Discover,
     Locked,
     CheckApplied,
@@ -181,6 +192,8 @@ enum Awaiting {
     /// The first statement of a relabel: the test-only pause follows it.
     RelabelStarted,
     Insert,
+    /// Galera: the GTID check before `COMMIT`.
+    Replicated,
 }
 
 /// One ordering operation in flight. See the module docs.
@@ -202,6 +215,9 @@ pub struct Operation {
     plan: Option<Plan>,
     statements: u32,
     log: Option<Statement>,
+    galera: bool,
+    item_checked: bool,
+    replication_checked: bool,
 }
 
 impl Operation {
@@ -214,7 +230,7 @@ impl Operation {
             expected: None,
             idempotency: None,
             controls: Controls::default(),
-            phase: Phase::Discover,
+            phase: Phase::Start,
             awaiting: Awaiting::Nothing,
             queue: VecDeque::new(),
             reads: Reads::new(),
@@ -224,7 +240,19 @@ impl Operation {
             plan: None,
             statements: 0,
             log: None,
+            galera: false,
+            item_checked: false,
+            replication_checked: false,
         }
+    }
+
+    /// The server is a node of a MariaDB Galera Cluster (the adapters learn it from
+    /// [`sql::galera::probe`]): the operation refuses a spec without a version column
+    /// ([`Error::VersionColumnRequired`]), and brackets its statements with a check that
+    /// none of them ran outside the transaction ([`Error::PartiallyApplied`]).
+    pub fn on_galera(mut self) -> Self {
+        self.galera = true;
+        self
     }
 
     /// Refuses the operation with [`Error::VersionConflict`] unless the collection is at
@@ -290,6 +318,15 @@ impl Operation {
                     pause();
                 }
             }
+            Awaiting::Replicated => match reply {
+                Reply::Count(1) => {}
+                Reply::Count(_) => {
+                    return Err(Error::PartiallyApplied {
+                        parent: self.locked.first().copied().unwrap_or_default(),
+                    });
+                }
+                other => return Err(unexpected("a count", &other)),
+            },
             Awaiting::Write | Awaiting::Insert | Awaiting::Nothing => {}
         }
         loop {
@@ -299,6 +336,17 @@ impl Operation {
                 return Ok(Action::Execute(stmt));
             }
             match self.phase {
+                Phase::Start => {
+                    self.phase = Phase::Discover;
+                    if self.galera {
+                        if self.spec.version.is_none() {
+                            return Err(Error::VersionColumnRequired {
+                                table: self.spec.table.to_owned(),
+                            });
+                        }
+                        self.queue.push_back((sql::galera::mark(), Awaiting::Write));
+                    }
+                }
                 Phase::Discover => match plan::parents_to_lock(&self.req, &self.reads) {
                     Err(Step::Read(q)) => return Ok(self.emit_read(q, false)),
                     Err(Step::Fail(e)) => return Err(e),
@@ -324,6 +372,25 @@ impl Operation {
                     }
                 },
                 Phase::Locked => {
+                    // reads taken before the lock may be stale: start over
+                    if let Some(item) = moved_item(&self.req) {
+                        if !self.item_checked {
+                            self.item_checked = true;
+                            self.reads.clear();
+                            return Ok(self.emit_read(Read::Item { id: item }, true));
+                        }
+                        // the item must still be in the collection it was in when the
+                        // locks were chosen: otherwise they, the version checked below
+                        // and the version bumped are another collection's (a racing
+                        // writer moved it while this one waited for a lock)
+                        if let Ok(Some(row)) = self.reads.item(item)
+                            && Some(row.parent) != self.primary
+                        {
+                            return Err(Error::ParentChanged { id: item });
+                        }
+                    } else {
+                        self.reads.clear();
+                    }
                     if let (Some(expected), Some(p)) = (self.expected, self.primary) {
                         let actual = self
                             .versions
@@ -338,8 +405,6 @@ impl Operation {
                             });
                         }
                     }
-                    // reads taken before the lock may be stale: start over
-                    self.reads.clear();
                     self.phase = Phase::Planning;
                     if let (Some(id), Request::Insert { .. }) = (self.idempotency, &self.req) {
                         self.phase = Phase::CheckApplied;
@@ -393,6 +458,11 @@ impl Operation {
                         return Ok(Action::Insert { parent, position });
                     }
                 }
+                Phase::Finish if self.galera && !self.replication_checked => {
+                    self.replication_checked = true;
+                    self.queue
+                        .push_back((sql::galera::unchanged(), Awaiting::Replicated));
+                }
                 Phase::Finish => return Ok(Action::Done(self.outcome())),
             }
         }
@@ -433,6 +503,19 @@ impl Operation {
             statements: self.statements,
             attempts: 1,
         }
+    }
+}
+
+/// The item a request moves, removes or swaps (it has a collection before the lock).
+fn moved_item(req: &Request) -> Option<Id> {
+    match req {
+        Request::Move { item, .. }
+        | Request::MoveUp { item }
+        | Request::MoveDown { item }
+        | Request::Remove { item }
+        | Request::MoveToParent { item, .. }
+        | Request::Swap { a: item, .. } => Some(*item),
+        Request::Insert { .. } | Request::Reorder { .. } | Request::Rebalance { .. } => None,
     }
 }
 

@@ -121,6 +121,35 @@ pub enum Error {
         /// What the probe saw.
         detail: String,
     },
+    /// The table has no version column, and the server is a Galera cluster: there the
+    /// parent's version bump is the only thing that serialises one parent's writers
+    /// across nodes (a `SELECT ... FOR UPDATE` locks on one node only). Nothing was
+    /// written.
+    #[error(
+        "table {table} has no version column, which a Galera cluster needs to serialise writers across nodes; add a version column (BIGINT NOT NULL DEFAULT 0) to the parent table and name it as the spec's version"
+    )]
+    VersionColumnRequired {
+        /// The ordered table.
+        table: String,
+    },
+    /// Galera: the cluster aborted the transaction (another node's write won) and the
+    /// server still answered `COMMIT` with success, but it wrote nothing. Nothing was
+    /// applied; the adapters retry it like a certification failure.
+    #[error(
+        "the cluster aborted the transaction and its commit wrote nothing; nothing was applied: retry"
+    )]
+    CommitDropped,
+    /// Galera: the cluster aborted the transaction part-way and the server ran the
+    /// operation's later statements outside it, each committed on its own (a MariaDB bug
+    /// with prepared statements, met only when several nodes write one collection). The
+    /// collection may hold part of the operation. Not retried.
+    #[error(
+        "the cluster aborted the transaction part-way and part of the operation was committed outside it; run verify and heal on collection {parent}, and send this table's writes through one node"
+    )]
+    PartiallyApplied {
+        /// The collection the operation locked first.
+        parent: Id,
+    },
     /// The database returned something the protocol rules out (a duplicate position,
     /// a row of the wrong kind). Run `verify` and `heal`.
     #[error("inconsistent collection: {0}; run verify and heal")]
@@ -130,6 +159,6 @@ pub enum Error {
 impl Error {
     /// Whether retrying the whole operation from the start may succeed.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::ParentChanged { .. })
+        matches!(self, Error::ParentChanged { .. } | Error::CommitDropped)
     }
 }

@@ -363,6 +363,22 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
         ));
     }
     if d == Dialect::Mysql {
+        // the unique key inside CREATE TABLE, so the table is one DDL statement: on a
+        // Galera cluster a separate CREATE UNIQUE INDEX after a foreign key is a second
+        // total-order DDL that parallel appliers can deadlock against an INSERT into the
+        // parent (MDEV-25039); the explicit parent index keeps InnoDB from making the
+        // unique index back the foreign key (it could then never be dropped, 1553)
+        cols.push(format!(
+            "UNIQUE KEY {} ({}, {})",
+            q(d, &spec.unique_name()),
+            q(d, spec.parent),
+            q(d, spec.position)
+        ));
+        cols.push(format!(
+            "KEY {} ({})",
+            q(d, &format!("{}_{}_idx", spec.table, spec.parent)),
+            q(d, spec.parent)
+        ));
         // the foreign key: MySQL ignores an inline REFERENCES
         cols.push(format!(
             "FOREIGN KEY ({}) REFERENCES {} ({}) ON DELETE CASCADE",
@@ -380,7 +396,7 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
         "CREATE TABLE {t} (\n  {}\n){engine}",
         cols.join(",\n  ")
     )];
-    if d != Dialect::Postgres {
+    if d == Dialect::Sqlite {
         up.push(unique_up(d, spec));
     }
     Migration {

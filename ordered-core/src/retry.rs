@@ -28,6 +28,7 @@ const RETRYABLE: &[&str] = &[
     "Deadlock found",                          // MySQL 1213 (already rolled back)
     "Lock wait timeout exceeded",              // MySQL 1205: roll back, then retry
     "Record has changed since last read",      // MariaDB 1020 (snapshot isolation)
+    "WSREP has not yet prepared node",         // Galera 1047: the node is not ready yet
     "database is locked",                      // SQLITE_BUSY / SQLITE_LOCKED
     "database table is locked",
     "database is busy",
@@ -134,6 +135,18 @@ impl RetryPolicy {
         deadline: Duration::ZERO,
     };
 
+    /// For a MariaDB Galera Cluster, which the adapters use there unless another policy
+    /// was set: 20 attempts, backoff from 10 ms doubling up to 500 ms with full jitter,
+    /// 10 s deadline. When several nodes write one collection, every writer that loses
+    /// certification retries, and the default's 5 attempts left over a quarter of the
+    /// operations on a hot collection written from three nodes unfinished.
+    pub const GALERA: RetryPolicy = RetryPolicy {
+        max_attempts: 20,
+        base: Duration::from_millis(10),
+        cap: Duration::from_millis(500),
+        deadline: Duration::from_secs(10),
+    };
+
     /// The pause before attempt `attempt + 1`: exponential, capped, with full jitter.
     pub fn backoff(&self, attempt: u32) -> Duration {
         let exp = self
@@ -183,6 +196,11 @@ impl Attempts {
             once_used: false,
         }
     }
+    /// Changes the policy for the attempts still to come (the count and the clock go
+    /// on): the adapters switch to [`RetryPolicy::GALERA`] once they know the server.
+    pub fn use_policy(&mut self, policy: RetryPolicy) {
+        self.policy = policy;
+    }
     /// Begins an attempt; returns its number (from 1).
     pub fn begin(&mut self) -> u32 {
         self.attempt += 1;
@@ -217,6 +235,10 @@ mod tests {
             Class::Retry
         );
         assert_eq!(classify_message("database is locked"), Class::Retry);
+        assert_eq!(
+            classify_message("WSREP has not yet prepared node for application use"),
+            Class::Retry
+        );
         assert_eq!(
             classify_message("UNIQUE constraint failed: t.a, t.b"),
             Class::RetryOnce

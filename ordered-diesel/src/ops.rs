@@ -125,47 +125,21 @@ impl Ordering {
         let mut attempts = ordered_core::retry::Attempts::new(self.s.retry);
         loop {
             let attempt = attempts.begin();
-            let result = match AnsiTransactionManager::begin_transaction_sql(conn, C::BEGIN) {
-                Ok(()) => {
-                    let r = self.drive(conn, &req, insert.as_deref_mut());
-                    match r {
-                        Ok(v) => match AnsiTransactionManager::commit_transaction(conn) {
-                            Ok(()) => Ok(v),
-                            Err(e) => Err(commit_error(e)),
-                        },
-                        Err(Error::Database(e)) if connection_lost(&e) => {
-                            // the server rolls back what it did not commit
-                            let _ = AnsiTransactionManager::rollback_transaction(conn);
-                            return Err(Error::ConnectionLost(e));
+            // MySQL/MariaDB: is this a Galera node? On one, the probe is also the causal
+            // wait that must come before BEGIN
+            let result = match galera_probe(conn) {
+                Err(e) => Err(lost_or_database(e)),
+                Ok(galera) => {
+                    attempts.use_policy(self.s.retry_on(galera));
+                    match AnsiTransactionManager::begin_transaction_sql(conn, C::BEGIN) {
+                        Ok(()) => self.own_transaction(conn, &req, insert.as_deref_mut(), galera),
+                        Err(DieselError::AlreadyInTransaction) => {
+                            // inside the caller's transaction: a savepoint, no retries
+                            return self.savepoint(conn, &req, insert.as_deref_mut(), galera);
                         }
-                        Err(e) => {
-                            // a failed operation leaves nothing behind; on MySQL this also
-                            // ends a transaction that a lock-wait timeout left open
-                            let _ = AnsiTransactionManager::rollback_transaction(conn);
-                            Err(e)
-                        }
+                        Err(e) => Err(lost_or_database(e)),
                     }
                 }
-                Err(DieselError::AlreadyInTransaction) => {
-                    // inside the caller's transaction: a savepoint, and no retries
-                    AnsiTransactionManager::begin_transaction(conn)?;
-                    return match self.drive(conn, &req, insert.as_deref_mut()) {
-                        Ok(v) => {
-                            AnsiTransactionManager::commit_transaction(conn)?;
-                            Ok(v)
-                        }
-                        Err(e) => {
-                            // the engine may have rolled the whole transaction back
-                            // already (an InnoDB deadlock, MariaDB's 1020): the savepoint
-                            // is gone then, and the engine's error is the one that tells
-                            // the caller to retry, so it is kept; Diesel marks the
-                            // caller's transaction for rollback
-                            let _ = AnsiTransactionManager::rollback_transaction(conn);
-                            Err(e)
-                        }
-                    };
-                }
-                Err(e) => Err(Error::Database(e)),
             };
             let err = match result {
                 Ok(mut v) => {
@@ -180,6 +154,8 @@ impl Ordering {
                     }
                     return Ok(v);
                 }
+                // the connection is gone: retrying on it cannot help
+                Err(e @ Error::ConnectionLost(_)) => return Err(e),
                 Err(e) => e,
             };
             let class = match &err {
@@ -218,6 +194,92 @@ impl Ordering {
         }
     }
 
+    /// One attempt in the library's own transaction, which `BEGIN` has opened: the
+    /// operation, then `COMMIT`, or `ROLLBACK` after a failure.
+    #[allow(clippy::type_complexity)]
+    fn own_transaction<C, T>(
+        &self,
+        conn: &mut C,
+        req: &Request,
+        insert: Option<&mut (dyn FnMut(&mut C, Slot) -> QueryResult<T> + '_)>,
+        galera: bool,
+    ) -> Result<(Outcome, Option<T>)>
+    where
+        C: OrderedConnection,
+    {
+        let e = match self.drive(conn, req, insert, galera) {
+            Ok(v) => {
+                return match AnsiTransactionManager::commit_transaction(conn) {
+                    Ok(()) if galera => {
+                        // a cluster that aborted the transaction may still answer COMMIT
+                        // with success; the GTID tells whether it wrote anything
+                        match conn.run(&sql::galera::unchanged(), false) {
+                            Ok(Reply::Count(n)) => {
+                                sql::galera::check_committed(n)?;
+                                Ok(v)
+                            }
+                            Ok(other) => Err(unexpected(&other)),
+                            Err(e) => Err(Error::CommitUnknown(e)),
+                        }
+                    }
+                    Ok(()) => Ok(v),
+                    Err(e) => Err(commit_error(e)),
+                };
+            }
+            Err(e) => e,
+        };
+        // a failed operation leaves nothing behind; on MySQL this also ends a transaction
+        // that a lock-wait timeout left open
+        let rolled_back = AnsiTransactionManager::rollback_transaction(conn);
+        match e {
+            // the server rolls back what it did not commit
+            Error::Database(e) if connection_lost(&e) => Err(Error::ConnectionLost(e)),
+            // part of it is committed, whatever the ROLLBACK says
+            e @ Error::Ordering(ordered_core::Error::PartiallyApplied { .. }) => Err(e),
+            e => match rolled_back {
+                Ok(()) => Err(e),
+                // Diesel marks the connection broken when a ROLLBACK fails (Galera
+                // answers one with 1213 after aborting the transaction): the server has
+                // ended the transaction, and the connection must be replaced
+                Err(rb) => Err(Error::ConnectionLost(rb)),
+            },
+        }
+    }
+
+    /// The operation inside the caller's transaction: a savepoint, and no retries.
+    #[allow(clippy::type_complexity)]
+    fn savepoint<C, T>(
+        &self,
+        conn: &mut C,
+        req: &Request,
+        insert: Option<&mut (dyn FnMut(&mut C, Slot) -> QueryResult<T> + '_)>,
+        galera: bool,
+    ) -> Result<(Outcome, Option<T>)>
+    where
+        C: OrderedConnection,
+    {
+        AnsiTransactionManager::begin_transaction(conn).map_err(lost_or_database)?;
+        match self.drive(conn, req, insert, galera) {
+            Ok(v) => {
+                AnsiTransactionManager::commit_transaction(conn).map_err(lost_or_database)?;
+                Ok(v)
+            }
+            Err(e) => {
+                // the engine may have rolled the whole transaction back already (an
+                // InnoDB deadlock, MariaDB's 1020): the savepoint is gone then, and the
+                // engine's error is the one that tells the caller to retry, so it is
+                // kept; Diesel marks the caller's transaction for rollback
+                let _ = AnsiTransactionManager::rollback_transaction(conn);
+                match e {
+                    // Diesel's transaction manager is broken now: every later call on
+                    // this connection fails, so say what to do about it
+                    Error::Database(e) if connection_lost(&e) => Err(Error::ConnectionLost(e)),
+                    e => Err(e),
+                }
+            }
+        }
+    }
+
     /// One attempt: feeds the state machine until it is done.
     #[allow(clippy::type_complexity)]
     fn drive<C, T>(
@@ -225,12 +287,16 @@ impl Ordering {
         conn: &mut C,
         req: &Request,
         mut insert: Option<&mut (dyn FnMut(&mut C, Slot) -> QueryResult<T> + '_)>,
+        galera: bool,
     ) -> Result<(Outcome, Option<T>)>
     where
         C: OrderedConnection,
     {
         let key = self.s.is_key();
         let mut op = self.s.operation(C::DIALECT, req);
+        if galera {
+            op = op.on_galera();
+        }
         let mut reply = Reply::None;
         let mut value = None;
         loop {
@@ -517,10 +583,7 @@ impl Ordering {
 
     /// The items of `parent`, `ORDER BY position, id`.
     pub fn list<C: OrderedConnection>(&self, conn: &mut C, parent: Id) -> Result<Vec<Row>> {
-        match conn.run(
-            &sql::list(C::DIALECT, &self.s.spec, parent),
-            self.s.is_key(),
-        )? {
+        match read(conn, &sql::list(C::DIALECT, &self.s.spec, parent), self.s.is_key())? {
             Reply::Rows(rows) => Ok(rows),
             other => Err(unexpected(&other)),
         }
@@ -528,9 +591,10 @@ impl Ordering {
 
     /// The 0-based index of `item` in its list.
     pub fn index_of<C: OrderedConnection>(&self, conn: &mut C, item: Id) -> Result<u64> {
-        let read = ordered_core::plan::Read::Item { id: item };
-        let row = match conn.run(
-            &sql::read(C::DIALECT, &self.s.spec, &read, false),
+        let item_read = ordered_core::plan::Read::Item { id: item };
+        let row = match read(
+            conn,
+            &sql::read(C::DIALECT, &self.s.spec, &item_read, false),
             self.s.is_key(),
         )? {
             Reply::Rows(rows) => rows.into_iter().next(),
@@ -596,12 +660,56 @@ fn commit_error(e: DieselError) -> Error {
     }
 }
 
-/// Whether the connection itself failed (the server ends the transaction uncommitted).
+/// Whether the connection itself failed (the server ends the transaction uncommitted),
+/// or Diesel has marked it broken (a `ROLLBACK` failed earlier): either way it cannot
+/// be used again.
 fn connection_lost(e: &DieselError) -> bool {
     match e {
-        DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => true,
+        DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _)
+        | DieselError::BrokenTransactionManager => true,
         DieselError::DatabaseError(_, info) => is_connection_lost(info.message()),
         _ => false,
+    }
+}
+
+/// An error outside the operation's statements (`BEGIN`, a savepoint, the probe): on a
+/// dead or broken connection [`Error::ConnectionLost`], which says to reconnect, and
+/// nothing was applied.
+fn lost_or_database(e: DieselError) -> Error {
+    if connection_lost(&e) {
+        Error::ConnectionLost(e)
+    } else {
+        Error::Database(e)
+    }
+}
+
+/// A read outside the library's transactions; on MySQL/MariaDB a causal read
+/// ([`sql::galera::causal`]), so that on a Galera node it sees every write the cluster
+/// committed before it, whichever node took them.
+fn read<C: OrderedConnection>(conn: &mut C, stmt: &ordered_core::Statement, key: bool) -> Result<Reply> {
+    if C::DIALECT == ordered_core::Dialect::Mysql {
+        match conn.run(&sql::galera::causal(stmt), key) {
+            Err(DieselError::DatabaseError(_, info))
+                if sql::galera::is_not_galera(info.message()) => {}
+            r => return r.map_err(lost_or_database),
+        }
+    }
+    conn.run(stmt, key).map_err(lost_or_database)
+}
+
+/// On MySQL/MariaDB: whether the server is a Galera node ([`sql::galera::probe`], which
+/// on a node also waits until it has applied the cluster's committed writes).
+fn galera_probe<C: OrderedConnection>(conn: &mut C) -> QueryResult<bool> {
+    if C::DIALECT != ordered_core::Dialect::Mysql {
+        return Ok(false);
+    }
+    match conn.run(&sql::galera::probe(), false) {
+        Ok(Reply::Count(on)) => Ok(on == 1),
+        Ok(_) => Ok(false),
+        Err(DieselError::DatabaseError(_, info)) if sql::galera::is_not_galera(info.message()) => {
+            Ok(false)
+        }
+        Err(e) => Err(e),
     }
 }
 

@@ -120,6 +120,68 @@ pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, key: bool) -> Res
     })
 }
 
+/// Commits the library's transaction. On a Galera node (`check`) the commit is sent as
+/// a statement of the transaction's own connection, so that [`sql::galera::unchanged`]
+/// can run on that session before the connection goes back to the pool: a cluster that
+/// aborted the transaction may still answer COMMIT with success. SeaORM's commit then
+/// finds no transaction open, which MySQL answers with success.
+async fn commit(txn: DatabaseTransaction, check: bool) -> Result<()> {
+    let committed = if check {
+        match txn.execute_unprepared("COMMIT").await {
+            Ok(_) => match run(&txn, &sql::galera::unchanged(), false).await {
+                Ok(Reply::Count(n)) => sql::galera::check_committed(n).map_err(Error::Ordering),
+                Ok(other) => Err(unexpected(&other)),
+                Err(e) => Err(Error::CommitUnknown(e)),
+            },
+            Err(e) => Err(e.into()),
+        }
+    } else {
+        Ok(())
+    };
+    let closed = txn.commit().await;
+    match (committed, closed) {
+        (Err(e), _) => Err(e),
+        (Ok(()), Ok(())) => Ok(()),
+        (Ok(()), Err(e)) if is_connection_lost(&e.to_string()) => Err(Error::CommitUnknown(e)),
+        (Ok(()), Err(e)) => Err(Error::Database(e)),
+    }
+}
+
+/// A read outside the library's transactions; on MySQL/MariaDB a causal read
+/// ([`sql::galera::causal`]), so that on a Galera node it sees every write the cluster
+/// committed before it, whichever node took them.
+async fn read<C: ConnectionTrait>(db: &C, stmt: &Statement, key: bool) -> Result<Reply> {
+    if db.get_database_backend() == DbBackend::MySql {
+        match run(db, &sql::galera::causal(stmt), key).await {
+            Err(e) if sql::galera::is_not_galera(&e.to_string()) => {}
+            r => return r.map_err(lost_or_database),
+        }
+    }
+    run(db, stmt, key).await.map_err(lost_or_database)
+}
+
+/// On MySQL/MariaDB: whether the server is a Galera node ([`sql::galera::probe`], which
+/// on a node also waits until it has applied the cluster's committed writes).
+async fn galera_probe<C: ConnectionTrait>(db: &C) -> Result<bool, DbErr> {
+    if db.get_database_backend() != DbBackend::MySql {
+        return Ok(false);
+    }
+    match run(db, &sql::galera::probe(), false).await {
+        Ok(Reply::Count(on)) => Ok(on == 1),
+        Ok(_) => Ok(false),
+        Err(e) if sql::galera::is_not_galera(&e.to_string()) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+fn lost_or_database(e: DbErr) -> Error {
+    if is_connection_lost(&e.to_string()) {
+        Error::ConnectionLost(e)
+    } else {
+        Error::Database(e)
+    }
+}
+
 fn classify(e: &DbErr) -> Class {
     classify_message(&e.to_string())
 }
@@ -217,10 +279,24 @@ impl Ordering {
         let mut attempts = Attempts::new(self.s.retry);
         loop {
             let attempt = attempts.begin();
+            // MySQL/MariaDB: is this a Galera node? On one, the probe is also the causal
+            // wait that must come before BEGIN
+            let galera = match galera_probe(db).await {
+                Ok(g) => g,
+                Err(e) if is_connection_lost(&e.to_string()) => {
+                    return Err(Error::ConnectionLost(e));
+                }
+                Err(e) => return Err(Error::Database(e)),
+            };
+            attempts.use_policy(self.s.retry_on(galera));
             let err = match db.begin_with_options(options).await {
+                // a pool hands out a fresh connection; a dead one passed in cannot begin
+                Err(e) if is_connection_lost(&e.to_string()) => {
+                    return Err(Error::ConnectionLost(e));
+                }
                 Err(e) => Error::Database(e),
-                Ok(txn) => match self.drive(&txn, &req, insert.as_mut()).await {
-                    Ok(mut v) => match txn.commit().await {
+                Ok(txn) => match self.drive(&txn, &req, insert.as_mut(), galera).await {
+                    Ok(mut v) => match commit(txn, galera && !nested).await {
                         Ok(()) => {
                             v.0.attempts = attempt;
                             if v.0.relabelled > 0 {
@@ -233,10 +309,10 @@ impl Ordering {
                             }
                             return Ok(v);
                         }
-                        Err(e) if is_connection_lost(&e.to_string()) => {
-                            return Err(Error::CommitUnknown(e));
+                        Err(e @ (Error::CommitUnknown(_) | Error::ConnectionLost(_))) => {
+                            return Err(e);
                         }
-                        Err(e) => Error::Database(e),
+                        Err(e) => e,
                     },
                     Err(Error::Database(e)) if is_connection_lost(&e.to_string()) => {
                         // the server rolls back what it did not commit
@@ -289,6 +365,7 @@ impl Ordering {
         txn: &DatabaseTransaction,
         req: &Request,
         mut insert: Option<&mut F>,
+        galera: bool,
     ) -> Result<(Outcome, Option<T>)>
     where
         F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
@@ -296,6 +373,9 @@ impl Ordering {
         let d = dialect(txn.get_database_backend())?;
         let key = self.s.is_key();
         let mut op = self.s.operation(d, req);
+        if galera {
+            op = op.on_galera();
+        }
         let mut reply = Reply::None;
         let mut value = None;
         loop {
@@ -436,7 +516,7 @@ impl Ordering {
     /// The items of `parent`, `ORDER BY position, id`.
     pub async fn list<C: ConnectionTrait>(&self, db: &C, parent: Id) -> Result<Vec<Row>> {
         let d = dialect(db.get_database_backend())?;
-        match run(db, &sql::list(d, &self.s.spec, parent), self.s.is_key()).await? {
+        match read(db, &sql::list(d, &self.s.spec, parent), self.s.is_key()).await? {
             Reply::Rows(rows) => Ok(rows),
             other => Err(unexpected(&other)),
         }
@@ -445,10 +525,10 @@ impl Ordering {
     /// The 0-based index of `item` in its list.
     pub async fn index_of<C: ConnectionTrait>(&self, db: &C, item: Id) -> Result<u64> {
         let d = dialect(db.get_database_backend())?;
-        let read = ordered_core::plan::Read::Item { id: item };
-        let row = match run(
+        let item_read = ordered_core::plan::Read::Item { id: item };
+        let row = match read(
             db,
-            &sql::read(d, &self.s.spec, &read, false),
+            &sql::read(d, &self.s.spec, &item_read, false),
             self.s.is_key(),
         )
         .await?

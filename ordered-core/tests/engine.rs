@@ -1,0 +1,227 @@
+//! The protocol state machine, driven statement by statement with scripted replies:
+//! what it does when the item moved while the operation waited for a lock, and the
+//! Galera flavour's refusal and replication checks.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use ordered_core::{
+    Action, Arg, Dialect, Error, Gapped, Operation, Placement, Position, RebalancePolicy, Reply,
+    Request, Returns, Row, Spec, Statement, sql,
+};
+
+const SPEC: Spec = Spec {
+    table: "items",
+    id: "id",
+    parent: "parent_id",
+    position: "position",
+    parent_table: "parents",
+    parent_id: "id",
+    version: Some("version"),
+    unique: None,
+    strategy: &Gapped::DEFAULT,
+    policy: RebalancePolicy::Window,
+};
+
+fn row(id: i64, parent: i64, pos: i64) -> Row {
+    Row {
+        id,
+        parent,
+        position: Position::Int(pos),
+    }
+}
+
+fn execute(a: Result<Action, Error>) -> Statement {
+    match a {
+        Ok(Action::Execute(s)) => s,
+        other => panic!("expected a statement, got {other:?}"),
+    }
+}
+
+/// The race of a cross-parent move that waited for its locks: parent 1 = [1, 2], parent
+/// 2 = [3]. A holder locks parent 1; A moves item 2 to parent 2 and waits; B asks the
+/// same and waits, having read item 2 in parent 1. When B gets its locks, item 2 is in
+/// parent 2: B must not bump parent 1, check its expected version against parent 1, or
+/// move the item within parent 2 under those locks.
+#[test]
+fn a_move_whose_item_changed_collection_while_it_waited_is_retried() {
+    let req = Request::MoveToParent {
+        item: 2,
+        parent: 2,
+        at: Placement::First,
+    };
+    let mut op = Operation::new(SPEC, Dialect::Postgres, req).expect_version(Some(2));
+    // the unlocked read: item 2 in parent 1
+    let read = execute(op.next(Reply::None));
+    assert_eq!(read.returns, Returns::Rows);
+    // locks in increasing id order: 1, then 2
+    let lock1 = execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
+    assert!(lock1.sql.starts_with("UPDATE \"parents\""), "{}", lock1.sql);
+    let lock2 = execute(op.next(Reply::Parents(vec![(1, 3)])));
+    assert_eq!(lock2.returns, Returns::Parent);
+    // under the locks, the item is read again before anything is checked
+    let again = execute(op.next(Reply::Parents(vec![(2, 1)])));
+    assert_eq!(again.returns, Returns::Rows);
+    assert!(again.sql.contains("WHERE \"id\" = $1"), "{}", again.sql);
+    assert_eq!(again.args, [Arg::I64(2)]);
+    // it is now in parent 2: not the version conflict of parent 1, and not a plan
+    let err = op.next(Reply::Rows(vec![row(2, 2, 1024)])).unwrap_err();
+    assert_eq!(err, Error::ParentChanged { id: 2 });
+    assert!(err.is_retryable());
+}
+
+#[test]
+fn the_item_still_in_place_is_planned_with_its_own_collection_version() {
+    let req = Request::MoveToParent {
+        item: 2,
+        parent: 2,
+        at: Placement::First,
+    };
+    let mut op = Operation::new(SPEC, Dialect::Postgres, req.clone()).expect_version(Some(7));
+    execute(op.next(Reply::None));
+    execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
+    execute(op.next(Reply::Parents(vec![(1, 3)])));
+    execute(op.next(Reply::Parents(vec![(2, 1)])));
+    // item 2 is still in parent 1, whose version is 3: the expected version is checked
+    // against parent 1
+    let err = op.next(Reply::Rows(vec![row(2, 1, 2048)])).unwrap_err();
+    assert_eq!(
+        err,
+        Error::VersionConflict {
+            parent: 1,
+            expected: 7,
+            actual: 3
+        }
+    );
+
+    // at the right version it plans: one read of parent 2's head, then the write
+    let mut op = Operation::new(SPEC, Dialect::Postgres, req).expect_version(Some(3));
+    execute(op.next(Reply::None));
+    execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
+    execute(op.next(Reply::Parents(vec![(1, 3)])));
+    execute(op.next(Reply::Parents(vec![(2, 1)])));
+    let head = execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
+    assert!(head.sql.contains("ORDER BY \"position\" LIMIT"), "{}", head.sql);
+    let write = execute(op.next(Reply::Rows(vec![row(3, 2, 1024)])));
+    assert!(write.sql.starts_with("UPDATE \"items\""), "{}", write.sql);
+    match op.next(Reply::Affected(1)) {
+        Ok(Action::Done(o)) => {
+            assert_eq!(o.position, Some(Position::Int(512)));
+            // the version of the collection the item came from, after its bump
+            assert_eq!(o.version, Some(4));
+        }
+        other => panic!("expected done, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_single_collection_move_whose_item_left_is_retried_not_a_version_conflict() {
+    let req = Request::Move {
+        item: 2,
+        at: Placement::Last,
+    };
+    let mut op = Operation::new(SPEC, Dialect::Postgres, req).expect_version(Some(5));
+    execute(op.next(Reply::None));
+    execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
+    execute(op.next(Reply::Parents(vec![(1, 9)])));
+    let err = op.next(Reply::Rows(vec![row(2, 4, 1024)])).unwrap_err();
+    assert_eq!(err, Error::ParentChanged { id: 2 });
+}
+
+#[test]
+fn galera_refuses_a_spec_without_a_version_column_before_any_statement() {
+    let spec = Spec {
+        version: None,
+        ..SPEC
+    };
+    let mut op = Operation::new(
+        spec,
+        Dialect::Mysql,
+        Request::Insert {
+            parent: 1,
+            at: Placement::Last,
+        },
+    )
+    .on_galera();
+    assert_eq!(
+        op.next(Reply::None).unwrap_err(),
+        Error::VersionColumnRequired {
+            table: "items".into()
+        }
+    );
+    // on a single server the same spec runs
+    let mut plain = Operation::new(
+        spec,
+        Dialect::Mysql,
+        Request::Insert {
+            parent: 1,
+            at: Placement::Last,
+        },
+    );
+    assert!(execute(plain.next(Reply::None)).sql.contains("FOR UPDATE"));
+}
+
+/// Drives an insert into an empty parent on a Galera node; `replicated` is the reply to
+/// the check before COMMIT.
+fn galera_insert(replicated: i64) -> (Vec<Statement>, Result<Action, Error>) {
+    let mut op = Operation::new(
+        SPEC,
+        Dialect::Mysql,
+        Request::Insert {
+            parent: 1,
+            at: Placement::Last,
+        },
+    )
+    .on_galera();
+    let mut seen = Vec::new();
+    let mark = execute(op.next(Reply::None));
+    seen.push(mark.clone());
+    let lock = execute(op.next(Reply::Affected(0)));
+    seen.push(lock);
+    let bump = execute(op.next(Reply::Parents(vec![(1, 0)])));
+    seen.push(bump);
+    let tail = execute(op.next(Reply::Affected(1)));
+    seen.push(tail);
+    match op.next(Reply::Rows(vec![])) {
+        Ok(Action::Insert { .. }) => {}
+        other => panic!("expected the caller's insert, got {other:?}"),
+    }
+    let check = execute(op.next(Reply::Inserted));
+    seen.push(check);
+    (seen, op.next(Reply::Count(replicated)))
+}
+
+#[test]
+fn galera_brackets_the_transaction_with_the_replication_check() {
+    let (seen, done) = galera_insert(1);
+    assert_eq!(seen[0], sql::galera::mark());
+    assert!(seen[1].sql.contains("FOR UPDATE"));
+    assert_eq!(seen.last(), Some(&sql::galera::unchanged()));
+    assert!(matches!(done, Ok(Action::Done(_))), "{done:?}");
+
+    // a GTID written since the mark: statements ran outside the transaction
+    let (_, partial) = galera_insert(0);
+    let err = partial.unwrap_err();
+    assert_eq!(err, Error::PartiallyApplied { parent: 1 });
+    assert!(!err.is_retryable());
+
+    // after COMMIT the same check must see a new GTID
+    assert_eq!(
+        sql::galera::check_committed(1),
+        Err(Error::CommitDropped)
+    );
+    assert!(Error::CommitDropped.is_retryable());
+    assert_eq!(sql::galera::check_committed(0), Ok(()));
+}
+
+#[test]
+fn the_galera_probe_tells_servers_without_galera_apart() {
+    assert!(sql::galera::is_not_galera(
+        "Unknown system variable 'wsrep_sync_wait'"
+    ));
+    assert!(sql::galera::is_not_galera(
+        "You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near 'STATEMENT wsrep_sync_wait = 1 FOR SELECT"
+    ));
+    assert!(!sql::galera::is_not_galera(
+        "Lock wait timeout exceeded; try restarting transaction"
+    ));
+}
