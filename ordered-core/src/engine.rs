@@ -380,31 +380,21 @@ impl Operation {
                             return Ok(self.emit_read(Read::Item { id: item }, true));
                         }
                         // the item must still be in the collection it was in when the
-                        // locks were chosen: otherwise they, the version checked below
-                        // and the version bumped are another collection's (a racing
-                        // writer moved it while this one waited for a lock)
+                        // locks were chosen: otherwise they, the version to check and
+                        // the versions bumped are another collection's (a racing writer
+                        // moved it while this one waited for a lock). With an expected
+                        // version the client's list is stale: refused below; without,
+                        // the adapters retry and lock the right collections
                         if let Ok(Some(row)) = self.reads.item(item)
                             && Some(row.parent) != self.primary
                         {
+                            self.check_version()?;
                             return Err(Error::ParentChanged { id: item });
                         }
                     } else {
                         self.reads.clear();
                     }
-                    if let (Some(expected), Some(p)) = (self.expected, self.primary) {
-                        let actual = self
-                            .versions
-                            .iter()
-                            .find(|(q, _)| *q == p)
-                            .map_or(0, |(_, v)| *v);
-                        if actual != expected {
-                            return Err(Error::VersionConflict {
-                                parent: p,
-                                expected,
-                                actual,
-                            });
-                        }
-                    }
+                    self.check_version()?;
                     self.phase = Phase::Planning;
                     if let (Some(id), Request::Insert { .. }) = (self.idempotency, &self.req) {
                         self.phase = Phase::CheckApplied;
@@ -466,6 +456,25 @@ impl Operation {
                 Phase::Finish => return Ok(Action::Done(self.outcome())),
             }
         }
+    }
+
+    /// The expected version against the primary collection's, as locked.
+    fn check_version(&self) -> Result<(), Error> {
+        if let (Some(expected), Some(p)) = (self.expected, self.primary) {
+            let actual = self
+                .versions
+                .iter()
+                .find(|(q, _)| *q == p)
+                .map_or(0, |(_, v)| *v);
+            if actual != expected {
+                return Err(Error::VersionConflict {
+                    parent: p,
+                    expected,
+                    actual,
+                });
+            }
+        }
+        Ok(())
     }
 
     fn request_order(&self, mut ps: Vec<Id>) -> Vec<Id> {

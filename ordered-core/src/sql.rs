@@ -718,8 +718,9 @@ pub mod galera {
     /// without wsrep, it fails: see [`is_not_galera`].
     pub fn probe() -> Statement {
         Statement {
-            sql: "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT CAST(@@wsrep_on AS SIGNED) AS o_count"
-                .into(),
+            sql:
+                "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT CAST(@@wsrep_on AS SIGNED) AS o_count"
+                    .into(),
             args: Vec::new(),
             returns: Returns::Count,
         }

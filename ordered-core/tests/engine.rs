@@ -49,7 +49,7 @@ fn a_move_whose_item_changed_collection_while_it_waited_is_retried() {
         parent: 2,
         at: Placement::First,
     };
-    let mut op = Operation::new(SPEC, Dialect::Postgres, req).expect_version(Some(2));
+    let mut op = Operation::new(SPEC, Dialect::Postgres, req.clone());
     // the unlocked read: item 2 in parent 1
     let read = execute(op.next(Reply::None));
     assert_eq!(read.returns, Returns::Rows);
@@ -67,6 +67,23 @@ fn a_move_whose_item_changed_collection_while_it_waited_is_retried() {
     let err = op.next(Reply::Rows(vec![row(2, 2, 1024)])).unwrap_err();
     assert_eq!(err, Error::ParentChanged { id: 2 });
     assert!(err.is_retryable());
+
+    // a client that expected parent 1 at version 2 read a list that has changed since
+    // (parent 1 is at 3 now): refused, not retried against parent 2's version
+    let mut op = Operation::new(SPEC, Dialect::Postgres, req).expect_version(Some(2));
+    execute(op.next(Reply::None));
+    execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
+    execute(op.next(Reply::Parents(vec![(1, 3)])));
+    execute(op.next(Reply::Parents(vec![(2, 2)])));
+    let err = op.next(Reply::Rows(vec![row(2, 2, 1024)])).unwrap_err();
+    assert_eq!(
+        err,
+        Error::VersionConflict {
+            parent: 1,
+            expected: 2,
+            actual: 3
+        }
+    );
 }
 
 #[test]
@@ -100,7 +117,11 @@ fn the_item_still_in_place_is_planned_with_its_own_collection_version() {
     execute(op.next(Reply::Parents(vec![(1, 3)])));
     execute(op.next(Reply::Parents(vec![(2, 1)])));
     let head = execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
-    assert!(head.sql.contains("ORDER BY \"position\" LIMIT"), "{}", head.sql);
+    assert!(
+        head.sql.contains("ORDER BY \"position\" LIMIT"),
+        "{}",
+        head.sql
+    );
     let write = execute(op.next(Reply::Rows(vec![row(3, 2, 1024)])));
     assert!(write.sql.starts_with("UPDATE \"items\""), "{}", write.sql);
     match op.next(Reply::Affected(1)) {
@@ -114,17 +135,30 @@ fn the_item_still_in_place_is_planned_with_its_own_collection_version() {
 }
 
 #[test]
-fn a_single_collection_move_whose_item_left_is_retried_not_a_version_conflict() {
+fn a_single_collection_move_whose_item_left_is_retried_or_refused() {
     let req = Request::Move {
         item: 2,
         at: Placement::Last,
     };
-    let mut op = Operation::new(SPEC, Dialect::Postgres, req).expect_version(Some(5));
-    execute(op.next(Reply::None));
-    execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
-    execute(op.next(Reply::Parents(vec![(1, 9)])));
-    let err = op.next(Reply::Rows(vec![row(2, 4, 1024)])).unwrap_err();
-    assert_eq!(err, Error::ParentChanged { id: 2 });
+    let run = |expected: Option<i64>| {
+        let mut op = Operation::new(SPEC, Dialect::Postgres, req.clone()).expect_version(expected);
+        execute(op.next(Reply::None));
+        execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
+        execute(op.next(Reply::Parents(vec![(1, 9)])));
+        op.next(Reply::Rows(vec![row(2, 4, 1024)])).unwrap_err()
+    };
+    // no expected version, or the one parent 1 is at: retried from the start
+    assert_eq!(run(None), Error::ParentChanged { id: 2 });
+    assert_eq!(run(Some(9)), Error::ParentChanged { id: 2 });
+    // an older one: the client's list is stale
+    assert_eq!(
+        run(Some(5)),
+        Error::VersionConflict {
+            parent: 1,
+            expected: 5,
+            actual: 9
+        }
+    );
 }
 
 #[test]
@@ -205,10 +239,7 @@ fn galera_brackets_the_transaction_with_the_replication_check() {
     assert!(!err.is_retryable());
 
     // after COMMIT the same check must see a new GTID
-    assert_eq!(
-        sql::galera::check_committed(1),
-        Err(Error::CommitDropped)
-    );
+    assert_eq!(sql::galera::check_committed(1), Err(Error::CommitDropped));
     assert!(Error::CommitDropped.is_retryable());
     assert_eq!(sql::galera::check_committed(0), Ok(()));
 }

@@ -583,7 +583,11 @@ impl Ordering {
 
     /// The items of `parent`, `ORDER BY position, id`.
     pub fn list<C: OrderedConnection>(&self, conn: &mut C, parent: Id) -> Result<Vec<Row>> {
-        match read(conn, &sql::list(C::DIALECT, &self.s.spec, parent), self.s.is_key())? {
+        match read(
+            conn,
+            &sql::list(C::DIALECT, &self.s.spec, parent),
+            self.s.is_key(),
+        )? {
             Reply::Rows(rows) => Ok(rows),
             other => Err(unexpected(&other)),
         }
@@ -686,7 +690,11 @@ fn lost_or_database(e: DieselError) -> Error {
 /// A read outside the library's transactions; on MySQL/MariaDB a causal read
 /// ([`sql::galera::causal`]), so that on a Galera node it sees every write the cluster
 /// committed before it, whichever node took them.
-fn read<C: OrderedConnection>(conn: &mut C, stmt: &ordered_core::Statement, key: bool) -> Result<Reply> {
+fn read<C: OrderedConnection>(
+    conn: &mut C,
+    stmt: &ordered_core::Statement,
+    key: bool,
+) -> Result<Reply> {
     if C::DIALECT == ordered_core::Dialect::Mysql {
         match conn.run(&sql::galera::causal(stmt), key) {
             Err(DieselError::DatabaseError(_, info))

@@ -18,7 +18,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -383,6 +383,8 @@ async fn callers_txn(engine: &str, url: &str, report: &mut Vec<String>) {
 }
 
 static PAUSED: AtomicBool = AtomicBool::new(false);
+/// The server's id of the paused writer's connection.
+static WRITER: AtomicI64 = AtomicI64::new(0);
 
 fn pause_until_killed() {
     PAUSED.store(true, AtomicOrdering::SeqCst);
@@ -404,6 +406,7 @@ async fn killed(engine: &str, url: &str, report: &mut Vec<String>) {
         add(&db, spec, 1, Placement::Last, &format!("i{i}")).await;
     }
     PAUSED.store(false, AtomicOrdering::SeqCst);
+    WRITER.store(0, AtomicOrdering::SeqCst);
     // the writer on a thread and runtime of its own: the pause blocks its thread
     let (engine_w, url_w) = (engine.to_owned(), url.to_owned());
     let writer = std::thread::spawn(move || {
@@ -412,7 +415,24 @@ async fn killed(engine: &str, url: &str, report: &mut Vec<String>) {
             .build()
             .unwrap();
         rt.block_on(async move {
-            let db = connect_to(&engine_w, &url_w, "rel_c5").await;
+            // one connection, so the transaction runs on the one whose id is sent
+            let mut opts = sea_orm::ConnectOptions::new(url_w.clone());
+            opts.max_connections(1).min_connections(1);
+            let db = sea_orm::Database::connect(opts).await.unwrap();
+            let own_id = if engine_w == "postgres" {
+                "SELECT CAST(pg_backend_pid() AS BIGINT) AS id"
+            } else {
+                "SELECT CAST(CONNECTION_ID() AS SIGNED) AS id"
+            };
+            let row = db
+                .query_one_raw(Statement::from_string(db.get_database_backend(), own_id))
+                .await
+                .unwrap()
+                .unwrap();
+            WRITER.store(
+                row.try_get::<i64>("", "id").unwrap(),
+                AtomicOrdering::SeqCst,
+            );
             let o = Ordering::new(spec)
                 .retry(RetryPolicy::NONE)
                 .with_controls(Controls {
@@ -436,24 +456,14 @@ async fn killed(engine: &str, url: &str, report: &mut Vec<String>) {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let snapshot = Ordering::new(spec).list(&db, 1).await.unwrap();
-    // the only connection with an open transaction is the paused writer's
-    let kill = if engine == "postgres" {
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle in transaction'"
-    } else {
-        "SELECT trx_mysql_thread_id AS id FROM information_schema.innodb_trx WHERE trx_mysql_thread_id <> CONNECTION_ID()"
-    };
+    // the paused writer's own connection, by its id: nothing else using the server
+    // loses its connection
+    let id = WRITER.load(AtomicOrdering::SeqCst);
+    assert!(id > 0, "the writer did not send its connection id");
     if engine == "postgres" {
-        exec(&db, kill).await;
+        exec(&db, &format!("SELECT pg_terminate_backend({id})")).await;
     } else {
-        let rows = db
-            .query_all_raw(Statement::from_string(db.get_database_backend(), kill))
-            .await
-            .unwrap();
-        assert!(!rows.is_empty(), "no open transaction to kill");
-        for r in rows {
-            let id: u64 = r.try_get("", "id").unwrap();
-            exec(&db, &format!("KILL {id}")).await;
-        }
+        exec(&db, &format!("KILL {id}")).await;
     }
     let r: Result<ordered_seaorm::Outcome, Error> = writer.join().unwrap();
     let e = r.expect_err("the killed writer succeeded");

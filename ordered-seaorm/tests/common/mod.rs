@@ -39,18 +39,6 @@ pub async fn connect(engine: &str, url: &str, db: &str) -> DatabaseConnection {
     connect_with(engine, url, db, 8).await
 }
 
-/// Another pool on an existing database (SQLite: the file is kept).
-pub async fn connect_to(engine: &str, url: &str, db: &str) -> DatabaseConnection {
-    if engine == "sqlite" {
-        let path = std::env::temp_dir().join(format!("ordered-sea-{db}.db"));
-        let opts = sea_orm::ConnectOptions::new(format!("sqlite://{}?mode=rwc", path.display()));
-        return Database::connect(opts).await.unwrap();
-    }
-    Database::connect(sea_orm::ConnectOptions::new(url.to_owned()))
-        .await
-        .unwrap_or_else(|e| panic!("{engine} at {url}: {e}"))
-}
-
 pub async fn connect_with(
     engine: &str,
     url: &str,
