@@ -1,0 +1,359 @@
+//! MariaDB Galera Cluster: the library on a 3-node cluster (`.ci/galera.sh start`, then
+//! `ORDERED_GALERA_URLS=$(.ci/galera.sh urls)`). Without the variable these tests say
+//! they skipped; `ORDERED_REQUIRE_GALERA=1` makes them fail instead.
+//!
+//! - a spec without a version column is refused on a node, and runs on a single server;
+//! - reads through one node see what was written through another (causal reads);
+//! - several nodes writing one hot collection: no operation whose transaction the
+//!   cluster silently dropped is reported as a success (the server bug the library
+//!   guards against with its GTID check), and every success is in the database.
+#![cfg(feature = "mysql")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use common::*;
+use diesel::MysqlConnection;
+use ordered_diesel::__private::{Request, Statement};
+use ordered_diesel::sql::Returns;
+use ordered_diesel::{
+    Dialect, Error, OrderedConnection, OrderingError, Placement, RebalancePolicy, Spec,
+};
+
+/// The cluster's nodes, or `None` (skipped) when `ORDERED_GALERA_URLS` is not set.
+fn nodes() -> Option<Vec<String>> {
+    match std::env::var("ORDERED_GALERA_URLS") {
+        Ok(v) if !v.is_empty() => {
+            let urls: Vec<String> = v.split(',').map(str::to_owned).collect();
+            assert!(
+                urls.len() >= 2,
+                "ORDERED_GALERA_URLS needs two nodes or more"
+            );
+            Some(urls)
+        }
+        _ if std::env::var("ORDERED_REQUIRE_GALERA").is_ok_and(|v| v == "1") => {
+            panic!("ORDERED_REQUIRE_GALERA=1 but ORDERED_GALERA_URLS is not set")
+        }
+        _ => {
+            eprintln!(
+                "skipped: ORDERED_GALERA_URLS is not set (start a cluster with .ci/galera.sh)"
+            );
+            None
+        }
+    }
+}
+
+fn node(url: &str) -> MysqlConnection {
+    MysqlConnection::open_url(url)
+}
+
+/// Fresh tables for `test` through `conn`, with parents `parents`.
+fn fresh(
+    conn: &mut MysqlConnection,
+    test: &str,
+    strategy: &'static dyn ordered_diesel::PositionStrategy,
+    parents: &[i64],
+) -> Tables {
+    let t = tables(test, strategy, RebalancePolicy::Window, test.to_owned());
+    reset(conn, &t, parents);
+    t
+}
+
+fn insert(
+    conn: &mut MysqlConnection,
+    t: &Tables,
+    parent: i64,
+    at: Placement,
+    title: &str,
+) -> ordered_diesel::Result<i64> {
+    ord(t)
+        .insert(conn, parent, at, |c: &mut MysqlConnection, slot| {
+            c.insert_item(t, title, &slot)
+        })
+        .map(|i| i.value)
+}
+
+#[test]
+fn a_spec_without_a_version_column_is_refused_on_a_node() {
+    let Some(urls) = nodes() else { return };
+    let mut c = node(&urls[0]);
+    let mut t = fresh(&mut c, "gal_nover", &GAPPED, &[1]);
+    t.spec = Spec {
+        version: None,
+        ..t.spec
+    };
+    let err = insert(&mut c, &t, 1, Placement::Last, "a").unwrap_err();
+    assert_eq!(
+        err.ordering(),
+        Some(&OrderingError::VersionColumnRequired {
+            table: "o_gal_nover_i".into()
+        }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("version column"), "{err}");
+    assert!(ids(&mut c, &t, 1).is_empty(), "the refused insert wrote");
+    // the same spec on a single MariaDB server (wsrep off) runs
+    if let Ok(single) = std::env::var("ORDERED_MYSQL_URL") {
+        let mut s = node(&single);
+        reset(&mut s, &t, &[1]);
+        insert(&mut s, &t, 1, Placement::Last, "a").unwrap();
+        assert_eq!(ids(&mut s, &t, 1).len(), 1);
+        drop_tables(&mut s, &t);
+    }
+    drop_tables(&mut c, &t);
+}
+
+/// Writes through node 1, reads through node 2 at once: `list` waits for node 2 to
+/// apply the write (its causal read), 200 times out of 200. A plain read of node 2
+/// right after the commit (no causal wait) is the control: it can see the list as it
+/// was, and the count of such reads is printed.
+#[test]
+fn reads_through_one_node_see_writes_through_another() {
+    let Some(urls) = nodes() else { return };
+    let mut w = node(&urls[0]);
+    let mut r = node(&urls[1]);
+    let t = fresh(&mut w, "gal_causal", &GAPPED, &[1]);
+    let plain = ordered_diesel::sql::list(Dialect::Mysql, &t.spec, 1);
+    let mut stale_plain = 0;
+    for i in 0..200 {
+        let id = insert(&mut w, &t, 1, Placement::First, &format!("i{i}")).unwrap();
+        if i % 2 == 0 {
+            // the control first (it must not wait), then the library's read
+            match r.run(&plain, false).unwrap() {
+                ordered_diesel::__private::Reply::Rows(rows) => {
+                    if rows.first().map(|x| x.id) != Some(id) {
+                        stale_plain += 1;
+                    }
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let seen = ord(&t).list(&mut r, 1).unwrap();
+        assert_eq!(
+            seen.first().map(|x| x.id),
+            Some(id),
+            "round {i}: node 2 served a list without node 1's committed insert"
+        );
+        assert_eq!(seen.len(), i + 1);
+        assert_eq!(ord(&t).index_of(&mut r, id).unwrap(), 0);
+    }
+    eprintln!(
+        "galera causal reads: 200/200 fresh through the library; plain reads without the causal wait: {stale_plain}/100 stale"
+    );
+    drop_tables(&mut w, &t);
+}
+
+/// The test-only last statement of every write: the parent's version as this
+/// transaction sees it, and whether it still runs inside a transaction.
+fn log_version(_: Dialect, _: &Spec, _: &Request) -> Statement {
+    Statement {
+        sql: "INSERT INTO o_gal_log (v, in_tx) SELECT version, @@in_transaction FROM o_gal_multi_p WHERE id = 1".into(),
+        args: vec![],
+        returns: Returns::Nothing,
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    ok: Vec<(i64, Option<i64>)>, // (version, inserted id)
+    errors: BTreeMap<String, usize>,
+    attempts: Vec<u32>,
+}
+
+/// Several nodes write one hot collection at once. The library's claim: whatever the
+/// cluster does, an operation reported as a success is in the database, with its own
+/// version. The server bug it guards against (a transaction aborted by another node's
+/// write, whose later statements and COMMIT still answer success) shows as
+/// `PartiallyApplied` or is retried as `CommitDropped`, never as `Ok`.
+#[test]
+fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() {
+    let Some(urls) = nodes() else { return };
+    let mut c = node(&urls[0]);
+    let t = fresh(&mut c, "gal_multi", &GAPPED, &[1]);
+    c.exec("DROP TABLE IF EXISTS o_gal_log");
+    c.exec("CREATE TABLE o_gal_log (op BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, v BIGINT NOT NULL, in_tx INT NOT NULL)");
+    let mut seeded = Vec::new();
+    for i in 0..32 {
+        seeded.push(insert(&mut c, &t, 1, Placement::Last, &format!("s{i}")).unwrap());
+    }
+    let v0 = version(&mut c, &t, 1);
+    let writers_per_node = 4;
+    let ops = 100;
+    let started = Instant::now();
+    let handles: Vec<_> = (0..urls.len() * writers_per_node)
+        .map(|w| {
+            let url = urls[w % urls.len()].clone();
+            let t = t.clone();
+            let seeded = seeded.clone();
+            std::thread::spawn(move || {
+                let mut conn = node(&url);
+                let o = ord(&t).with_final_statement(log_version);
+                let mut rng = 0x9E37_79B9_7F4A_7C15_u64 ^ (w as u64 + 1);
+                let mut next = move || {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    rng
+                };
+                let mut tally = Tally::default();
+                for _ in 0..ops {
+                    let anchor = seeded[(next() % seeded.len() as u64) as usize];
+                    let r = if next() % 2 == 0 {
+                        o.insert(
+                            &mut conn,
+                            1,
+                            Placement::After(anchor),
+                            |c: &mut MysqlConnection, slot| c.insert_item(&t, "w", &slot),
+                        )
+                        .map(|i| (i.outcome, Some(i.value)))
+                    } else {
+                        let mut item = seeded[(next() % seeded.len() as u64) as usize];
+                        if item == anchor {
+                            item = seeded[(seeded.iter().position(|&x| x == anchor).unwrap() + 1)
+                                % seeded.len()];
+                        }
+                        o.move_to(&mut conn, item, Placement::Before(anchor))
+                            .map(|o| (o, None))
+                    };
+                    match r {
+                        Ok((out, id)) => {
+                            tally.ok.push((out.version.unwrap(), id));
+                            tally.attempts.push(out.attempts);
+                        }
+                        Err(e) => {
+                            let key = match &e {
+                                Error::Ordering(o) => format!("{o:?}")
+                                    .split([' ', '{', '('])
+                                    .next()
+                                    .unwrap()
+                                    .to_owned(),
+                                Error::RetriesExhausted { .. } => "RetriesExhausted".into(),
+                                Error::ConnectionLost(_) => {
+                                    conn = node(&url);
+                                    "ConnectionLost".into()
+                                }
+                                other => format!("{other}"),
+                            };
+                            *tally.errors.entry(key).or_default() += 1;
+                        }
+                    }
+                }
+                tally
+            })
+        })
+        .collect();
+    let mut all = Tally::default();
+    for h in handles {
+        let t = h.join().unwrap();
+        all.ok.extend(t.ok);
+        all.attempts.extend(t.attempts);
+        for (k, n) in t.errors {
+            *all.errors.entry(k).or_default() += n;
+        }
+    }
+    let elapsed = started.elapsed();
+
+    // every node has applied everything before the checks
+    let mut views = Vec::new();
+    for u in &urls {
+        let mut n = node(u);
+        views.push((ord(&t).list(&mut n, 1).unwrap(), version(&mut n, &t, 1)));
+    }
+    for (i, v) in views.iter().enumerate() {
+        assert_eq!(v, &views[0], "node {} differs from node 1", i + 1);
+    }
+    let (rows, final_version) = views[0].clone();
+    let present: BTreeSet<i64> = rows.iter().map(|r| r.id).collect();
+    // 1. no two successes share a version: each bumped the parent itself, and committed
+    let mut versions = BTreeSet::new();
+    for (v, _) in &all.ok {
+        assert!(versions.insert(*v), "version {v} reported by two successes");
+        assert!(
+            *v > v0 && *v <= final_version,
+            "version {v} outside {v0}..={final_version}"
+        );
+    }
+    // 2. every reported insert is in the table
+    for (v, id) in &all.ok {
+        if let Some(id) = id {
+            assert!(
+                present.contains(id),
+                "the insert reported at version {v} (id {id}) is not in the table"
+            );
+        }
+    }
+    // 3. every success wrote its log row inside its transaction, under its own version
+    let logged: BTreeMap<i64, Vec<i64>> = {
+        let stmt = Statement {
+            sql: "SELECT CAST(op AS SIGNED) AS o_id, CAST(v AS SIGNED) AS o_parent, CAST(in_tx AS SIGNED) AS o_pos FROM o_gal_log ORDER BY op".into(),
+            args: vec![],
+            returns: Returns::Rows,
+        };
+        let mut n = node(&urls[0]);
+        match n.run(&stmt, false).unwrap() {
+            // the final statement runs after the bump: it logs the reported version
+            ordered_diesel::__private::Reply::Rows(rows) => {
+                rows.into_iter().fold(BTreeMap::new(), |mut m, r| {
+                    m.entry(r.parent)
+                        .or_insert_with(Vec::new)
+                        .push(r.position.as_int().unwrap_or(-1));
+                    m
+                })
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    let escaped = logged.values().flatten().filter(|tx| **tx == 0).count();
+    for (v, _) in &all.ok {
+        assert!(
+            logged.get(v).is_some_and(|txs| txs.contains(&1)),
+            "the success at version {v} has no log row written inside its transaction: {:?}",
+            logged.get(v)
+        );
+    }
+    let partial = all.errors.get("PartiallyApplied").copied().unwrap_or(0);
+    // the log is an independent witness: a log row written outside a transaction is an
+    // operation the cluster aborted part-way, and each of those was reported so
+    assert!(
+        escaped <= partial,
+        "{escaped} operations ran partly outside their transaction, {partial} reported"
+    );
+    let report = ord(&t).verify(&mut c, 1).unwrap();
+    if partial == 0 {
+        // nothing half-applied: the collection is sound
+        assert!(report.is_ok(), "{report:?}");
+    } else {
+        // what PartiallyApplied says to do: heal, then the collection is sound again
+        ord(&t).heal(&mut c, 1).unwrap();
+        let healed = ord(&t).verify(&mut c, 1).unwrap();
+        assert!(
+            healed.is_ok(),
+            "after heal: {healed:?} (before: {report:?})"
+        );
+    }
+    let retried = all.attempts.iter().filter(|a| **a > 1).count();
+    let max_attempts = all.attempts.iter().max().copied().unwrap_or(0);
+    eprintln!(
+        "galera multi-writer: {} nodes x {writers_per_node} writers x {ops} ops in {:.1} s: {} ok ({retried} after retries, up to {max_attempts} attempts), errors {:?}; log rows written outside a transaction: {escaped}; final version {final_version} (seeded at {v0})",
+        urls.len(),
+        elapsed.as_secs_f64(),
+        all.ok.len(),
+        all.errors
+    );
+    let _ = std::fs::write(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ordered-galera.txt"),
+        format!(
+            "multi-writer: {} nodes x {writers_per_node} writers x {ops} ops, {:.1} s: {} ok ({retried} retried, max {max_attempts} attempts), errors {:?}, log rows outside a transaction {escaped}\n",
+            urls.len(),
+            elapsed.as_secs_f64(),
+            all.ok.len(),
+            all.errors
+        ),
+    );
+    assert!(!all.ok.is_empty());
+    c.exec("DROP TABLE IF EXISTS o_gal_log");
+    drop_tables(&mut c, &t);
+}
