@@ -123,12 +123,21 @@ fn seaorm_outcome<T>(
     }
 }
 
-fn run_diesel<C>(mut conn: C, name: &str, keys: bool, steps: &[Step]) -> (Vec<Outcome>, Vec<Row>)
+/// Runs a script through Diesel on `conn`; the final lists are read through `reader`
+/// (another node of a cluster) when given, else through `conn`.
+fn run_diesel<C>(
+    mut conn: C,
+    reader: Option<C>,
+    tag: &str,
+    name: &str,
+    keys: bool,
+    steps: &[Step],
+) -> (Vec<Outcome>, Vec<Row>)
 where
     C: ordered_diesel::OrderedConnection + SimpleConnection,
 {
     use ordered_conformance::Step::*;
-    let s = spec(name, "d", keys);
+    let s = spec(name, tag, keys);
     for stmt in ddl(C::DIALECT, &s) {
         conn.batch_execute(&stmt)
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
@@ -175,8 +184,9 @@ where
         };
         out.push(r);
     }
-    let mut rows = o.list(&mut conn, 1).unwrap();
-    rows.extend(o.list(&mut conn, 2).unwrap());
+    let mut reader = reader.unwrap_or(conn);
+    let mut rows = o.list(&mut reader, 1).unwrap();
+    rows.extend(o.list(&mut reader, 2).unwrap());
     (out, rows)
 }
 
@@ -200,11 +210,20 @@ fn seaorm_inserter(
     }
 }
 
-async fn run_seaorm(url: &str, name: &str, keys: bool, steps: &[Step]) -> (Vec<Outcome>, Vec<Row>) {
+/// Runs a script through SeaORM at `url`; the final lists are read at `read_url` when
+/// given.
+async fn run_seaorm(
+    url: &str,
+    read_url: Option<&str>,
+    tag: &str,
+    name: &str,
+    keys: bool,
+    steps: &[Step],
+) -> (Vec<Outcome>, Vec<Row>) {
     use ordered_conformance::Step::*;
     let db = Database::connect(url).await.unwrap();
     let d = ordered_seaorm::dialect(db.get_database_backend()).unwrap();
-    let s = spec(name, "s", keys);
+    let s = spec(name, tag, keys);
     for stmt in ddl(d, &s) {
         db.execute_unprepared(&stmt)
             .await
@@ -247,8 +266,12 @@ async fn run_seaorm(url: &str, name: &str, keys: bool, steps: &[Step]) -> (Vec<O
         };
         out.push(r);
     }
-    let mut rows = o.list(&db, 1).await.unwrap();
-    rows.extend(o.list(&db, 2).await.unwrap());
+    let reader = match read_url {
+        Some(u) => Database::connect(u).await.unwrap(),
+        None => db,
+    };
+    let mut rows = o.list(&reader, 1).await.unwrap();
+    rows.extend(o.list(&reader, 2).await.unwrap());
     (out, rows)
 }
 
@@ -293,9 +316,11 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
             let _ = std::fs::remove_file(path(orm));
         }
         let dconn = diesel::SqliteConnection::establish(path("d").to_str().unwrap()).unwrap();
-        let d = run_diesel(dconn, name, keys, &steps);
+        let d = run_diesel(dconn, None, "d", name, keys, &steps);
         let s = run_seaorm(
             &format!("sqlite://{}?mode=rwc", path("s").display()),
+            None,
+            "s",
             name,
             keys,
             &steps,
@@ -306,11 +331,13 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
         if let Some(u) = url("ORDERED_PG_URL") {
             let d = run_diesel(
                 diesel::PgConnection::establish(&u).unwrap(),
+                None,
+                "d",
                 name,
                 keys,
                 &steps,
             );
-            let s = run_seaorm(&u, name, keys, &steps).await;
+            let s = run_seaorm(&u, None, "s", name, keys, &steps).await;
             compare("postgres", name, d, s);
             checked += 1;
         }
@@ -318,11 +345,13 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
         if let Some(u) = url("ORDERED_MYSQL_URL") {
             let d = run_diesel(
                 diesel::MysqlConnection::establish(&u).unwrap(),
+                None,
+                "d",
                 name,
                 keys,
                 &steps,
             );
-            let s = run_seaorm(&u, name, keys, &steps).await;
+            let s = run_seaorm(&u, None, "s", name, keys, &steps).await;
             compare("mysql", name, d, s);
             checked += 1;
         }
@@ -332,4 +361,53 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
         }
     }
     assert!(checked >= scripts().len());
+}
+
+/// The scripts on a MariaDB Galera Cluster (`ORDERED_GALERA_URLS`, from
+/// `.ci/galera.sh urls`): every write through node 1, the final lists read through node
+/// 2 at once (the library's causal read), Diesel and SeaORM identical. The positions
+/// must also equal a single server's run of the same script: ids differ (a cluster
+/// steps them by its size), positions and errors do not.
+#[cfg(feature = "mysql")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diesel_and_seaorm_agree_on_a_galera_cluster() {
+    use diesel::Connection;
+    let urls: Vec<String> = match std::env::var("ORDERED_GALERA_URLS") {
+        Ok(v) if !v.is_empty() => v.split(',').map(str::to_owned).collect(),
+        _ if std::env::var("ORDERED_REQUIRE_GALERA").is_ok_and(|v| v == "1") => {
+            panic!("ORDERED_REQUIRE_GALERA=1 but ORDERED_GALERA_URLS is not set")
+        }
+        _ => {
+            eprintln!(
+                "skipped: ORDERED_GALERA_URLS is not set (start a cluster with .ci/galera.sh)"
+            );
+            return;
+        }
+    };
+    let (writer, reader) = (&urls[0], &urls[1]);
+    let single = std::env::var("ORDERED_MYSQL_URL")
+        .ok()
+        .filter(|u| !u.is_empty());
+    for (name, keys, steps) in scripts() {
+        let conn = |u: &str| diesel::MysqlConnection::establish(u).unwrap();
+        let d = run_diesel(conn(writer), Some(conn(reader)), "gd", name, keys, &steps);
+        let s = run_seaorm(writer, Some(reader), "gs", name, keys, &steps).await;
+        let positions = |r: &(Vec<Outcome>, Vec<Row>)| -> Vec<(Id, Position)> {
+            r.1.iter().map(|x| (x.parent, x.position.clone())).collect()
+        };
+        if let Some(u) = &single {
+            let one = run_diesel(conn(u), None, "g1", name, keys, &steps);
+            assert_eq!(
+                positions(&one),
+                positions(&d),
+                "galera {name}: positions differ from a single server's"
+            );
+            assert_eq!(
+                one.0.iter().map(Result::is_ok).collect::<Vec<_>>(),
+                d.0.iter().map(Result::is_ok).collect::<Vec<_>>(),
+                "galera {name}: outcomes differ from a single server's"
+            );
+        }
+        compare("galera", name, d, s);
+    }
 }

@@ -308,7 +308,9 @@ fn reliability_suite() {
     eprintln!("{md}");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
     let _ = std::fs::create_dir_all(&dir);
-    let _ = std::fs::write(dir.join("ordered-reliability.md"), md);
+    // `ORDERED_REPORT=ordered-reliability-galera.md`: another run's report beside it
+    let name = std::env::var("ORDERED_REPORT").unwrap_or_else(|_| "ordered-reliability.md".into());
+    let _ = std::fs::write(dir.join(name), md);
 }
 
 /// C5 on SQLite: the child process that the suite SIGKILLs in the middle of a relabel.
