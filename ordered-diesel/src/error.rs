@@ -18,7 +18,7 @@ pub enum Error {
     /// The database failed. [`Error::is_retryable`] tells whether a new attempt may
     /// succeed (deadlock, serialization failure, lock timeout, `SQLITE_BUSY`).
     #[error("database error: {0}")]
-    Database(#[from] DieselError),
+    Database(DieselError),
     /// Every attempt failed with a retryable error; the last one is kept.
     #[error("gave up after {attempts} attempts: {last}")]
     RetriesExhausted {
@@ -81,12 +81,26 @@ impl Error {
     }
 }
 
+/// A Diesel error as this crate reports it: a lost connection, or one Diesel has marked
+/// broken, is [`Error::ConnectionLost`] (also when your own `conn.transaction(..)` with
+/// this error type fails to roll back on a dead connection), anything else
+/// [`Error::Database`].
+impl From<DieselError> for Error {
+    fn from(e: DieselError) -> Self {
+        if crate::ops::connection_lost(&e) {
+            Error::ConnectionLost(e)
+        } else {
+            Error::Database(e)
+        }
+    }
+}
+
 /// So that `?` works on this crate's calls inside a `conn.transaction(|conn| ...)`
 /// closure whose error type is Diesel's.
 impl From<Error> for DieselError {
     fn from(e: Error) -> Self {
         match e {
-            Error::Database(e) | Error::CommitUnknown(e) => e,
+            Error::Database(e) | Error::CommitUnknown(e) | Error::ConnectionLost(e) => e,
             Error::RetriesExhausted { last, .. } => last,
             other => DieselError::QueryBuilderError(Box::new(other)),
         }

@@ -128,7 +128,7 @@ impl Ordering {
             // MySQL/MariaDB: is this a Galera node? On one, the probe is also the causal
             // wait that must come before BEGIN
             let result = match galera_probe(conn) {
-                Err(e) => Err(lost_or_database(e)),
+                Err(e) => Err(Error::from(e)),
                 Ok(galera) => {
                     attempts.use_policy(self.s.retry_on(galera));
                     match AnsiTransactionManager::begin_transaction_sql(conn, C::BEGIN) {
@@ -137,7 +137,7 @@ impl Ordering {
                             // inside the caller's transaction: a savepoint, no retries
                             return self.savepoint(conn, &req, insert.as_deref_mut(), galera);
                         }
-                        Err(e) => Err(lost_or_database(e)),
+                        Err(e) => Err(Error::from(e)),
                     }
                 }
             };
@@ -258,10 +258,10 @@ impl Ordering {
     where
         C: OrderedConnection,
     {
-        AnsiTransactionManager::begin_transaction(conn).map_err(lost_or_database)?;
+        AnsiTransactionManager::begin_transaction(conn).map_err(Error::from)?;
         match self.drive(conn, req, insert, galera) {
             Ok(v) => {
-                AnsiTransactionManager::commit_transaction(conn).map_err(lost_or_database)?;
+                AnsiTransactionManager::commit_transaction(conn).map_err(Error::from)?;
                 Ok(v)
             }
             Err(e) => {
@@ -667,23 +667,12 @@ fn commit_error(e: DieselError) -> Error {
 /// Whether the connection itself failed (the server ends the transaction uncommitted),
 /// or Diesel has marked it broken (a `ROLLBACK` failed earlier): either way it cannot
 /// be used again.
-fn connection_lost(e: &DieselError) -> bool {
+pub(crate) fn connection_lost(e: &DieselError) -> bool {
     match e {
         DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _)
         | DieselError::BrokenTransactionManager => true,
         DieselError::DatabaseError(_, info) => is_connection_lost(info.message()),
         _ => false,
-    }
-}
-
-/// An error outside the operation's statements (`BEGIN`, a savepoint, the probe): on a
-/// dead or broken connection [`Error::ConnectionLost`], which says to reconnect, and
-/// nothing was applied.
-fn lost_or_database(e: DieselError) -> Error {
-    if connection_lost(&e) {
-        Error::ConnectionLost(e)
-    } else {
-        Error::Database(e)
     }
 }
 
@@ -699,10 +688,10 @@ fn read<C: OrderedConnection>(
         match conn.run(&sql::galera::causal(stmt), key) {
             Err(DieselError::DatabaseError(_, info))
                 if sql::galera::is_not_galera(info.message()) => {}
-            r => return r.map_err(lost_or_database),
+            r => return r.map_err(Error::from),
         }
     }
-    conn.run(stmt, key).map_err(lost_or_database)
+    conn.run(stmt, key).map_err(Error::from)
 }
 
 /// On MySQL/MariaDB: whether the server is a Galera node ([`sql::galera::probe`], which

@@ -17,7 +17,6 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use diesel::Connection;
 use ordered_diesel::{Dialect, Error, Placement, RebalancePolicy};
 
 /// The server's id of this connection.
@@ -265,4 +264,54 @@ fn killed_in_callers_transaction<C: TestConn>(_: ()) {
 #[test]
 fn a_connection_killed_in_the_callers_transaction_is_connection_lost_for_good() {
     each_engine!(killed_in_callers_transaction);
+}
+
+/// What a pool does with such a connection: r2d2 asks Diesel's `is_broken` when the
+/// connection comes back and drops it, so the next checkout is a fresh connection and the
+/// retried operation succeeds.
+fn pool_drops_the_broken_connection<C: TestConn + diesel::r2d2::R2D2Connection>(_: ()) {
+    if C::DIALECT == Dialect::Sqlite {
+        return;
+    }
+    let (mut c, t) = setup::<C>("fault_pool", &GAPPED, RebalancePolicy::Window, &[1]);
+    let a = add(&mut c, &t, 1, Placement::Last, "a");
+    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let url = match C::DIALECT {
+        Dialect::Postgres => std::env::var("ORDERED_PG_URL").unwrap(),
+        _ => std::env::var("ORDERED_MYSQL_URL").unwrap(),
+    };
+    let pool = diesel::r2d2::Pool::builder()
+        .max_size(1)
+        .build(diesel::r2d2::ConnectionManager::<C>::new(url))
+        .unwrap();
+    let mut pooled = pool.get().unwrap();
+    let id = backend_id(&mut *pooled);
+    let inner: &mut C = &mut pooled;
+    let r = inner.transaction::<(), Error, _>(|conn| {
+        kill(&mut C::open(&t.db), id);
+        ord(&t).move_to_start(conn, b).map(|_| ())
+    });
+    let err = r.unwrap_err();
+    assert!(
+        matches!(err, Error::ConnectionLost(_)),
+        "{}: {err:?}",
+        C::name()
+    );
+    drop(pooled);
+    // the retry, as the error says: a new connection from the pool
+    let mut fresh = pool.get().unwrap();
+    assert_ne!(
+        backend_id(&mut *fresh),
+        id,
+        "{}: the pool kept the dead connection",
+        C::name()
+    );
+    ord(&t).move_to_start(&mut *fresh, b).unwrap();
+    assert_eq!(ids(&mut c, &t, 1), [b, a]);
+    drop_tables(&mut c, &t);
+}
+
+#[test]
+fn a_pool_replaces_the_connection_that_was_lost() {
+    each_engine!(pool_drops_the_broken_connection);
 }
