@@ -20,6 +20,22 @@ pub enum Dialect {
     Sqlite,
 }
 
+/// How an adapter opens its own transaction on `d`: `BEGIN IMMEDIATE` on SQLite, which
+/// takes the write lock up front instead of failing to upgrade later; READ COMMITTED on
+/// MySQL/MariaDB, where the locking neighbour reads would otherwise take gap locks that
+/// make writers on *adjacent* parents deadlock, and on PostgreSQL, where a session
+/// default of REPEATABLE READ or SERIALIZABLE would make every writer queued on a busy
+/// parent fail with `40001` when the holder commits, and retry, and queue again. The
+/// parent lock serialises one parent's writers, so READ COMMITTED is all the protocol
+/// needs; inside the caller's transaction the caller's level stays.
+pub const fn begin(d: Dialect) -> &'static str {
+    match d {
+        Dialect::Postgres => "BEGIN ISOLATION LEVEL READ COMMITTED",
+        Dialect::Mysql => "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; BEGIN",
+        Dialect::Sqlite => "BEGIN IMMEDIATE",
+    }
+}
+
 /// A bind value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Arg {

@@ -23,15 +23,8 @@ pub trait OrderedConnection:
 {
     /// The engine.
     const DIALECT: Dialect;
-    /// How the library opens its own transaction: `BEGIN IMMEDIATE` on SQLite, which
-    /// takes the write lock up front instead of failing to upgrade later; READ COMMITTED
-    /// on MySQL/MariaDB, where the locking neighbour reads would otherwise take gap locks
-    /// that make writers on *adjacent* parents deadlock, and on PostgreSQL, where a
-    /// session default of REPEATABLE READ or SERIALIZABLE would make every writer queued
-    /// on a busy parent fail with `40001` when the holder commits, and retry, and queue
-    /// again (the reliability suite saw a move starve through 100 attempts). The parent
-    /// lock serialises one parent's writers, so READ COMMITTED is all the protocol
-    /// needs; inside the caller's transaction the caller's level stays.
+    /// How the library opens its own transaction ([`ordered_core::sql::begin`]):
+    /// `BEGIN IMMEDIATE` on SQLite, READ COMMITTED on the servers.
     const BEGIN: &'static str;
     /// Executes one statement and decodes its result. `key` says that positions are
     /// text.
@@ -39,99 +32,139 @@ pub trait OrderedConnection:
     fn run(&mut self, stmt: &Statement, key: bool) -> QueryResult<Reply>;
 }
 
-#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
-mod rows {
-    use diesel::sql_types::{BigInt, Text};
+/// The row shapes of [`ordered_core::Returns`] and the query with its binds, shared by
+/// the sync connections and the diesel-async ones.
+#[cfg(any(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite",
+    feature = "async"
+))]
+pub(crate) mod rows {
+    use diesel::backend::Backend;
+    use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
+    use diesel::serialize::ToSql;
+    use diesel::sql_types::{BigInt, HasSqlType, Text};
+    use ordered_core::{Arg, Position, Row, Statement};
 
     #[derive(diesel::QueryableByName)]
-    pub(super) struct IntRow {
+    pub(crate) struct IntRow {
         #[diesel(sql_type = BigInt)]
-        pub(super) o_id: i64,
+        o_id: i64,
         #[diesel(sql_type = BigInt)]
-        pub(super) o_parent: i64,
+        o_parent: i64,
         #[diesel(sql_type = BigInt)]
-        pub(super) o_pos: i64,
+        o_pos: i64,
     }
 
     #[derive(diesel::QueryableByName)]
-    pub(super) struct KeyRow {
+    pub(crate) struct KeyRow {
         #[diesel(sql_type = BigInt)]
-        pub(super) o_id: i64,
+        o_id: i64,
         #[diesel(sql_type = BigInt)]
-        pub(super) o_parent: i64,
+        o_parent: i64,
         #[diesel(sql_type = Text)]
-        pub(super) o_pos: String,
+        o_pos: String,
     }
 
     #[derive(diesel::QueryableByName)]
-    pub(super) struct ParentRow {
+    pub(crate) struct ParentRow {
         #[diesel(sql_type = BigInt)]
-        pub(super) o_id: i64,
+        o_id: i64,
         #[diesel(sql_type = BigInt)]
-        pub(super) o_version: i64,
+        o_version: i64,
     }
 
     #[derive(diesel::QueryableByName)]
-    pub(super) struct CountRow {
+    pub(crate) struct CountRow {
         #[diesel(sql_type = BigInt)]
-        pub(super) o_count: i64,
+        o_count: i64,
+    }
+
+    impl From<IntRow> for Row {
+        fn from(r: IntRow) -> Row {
+            Row {
+                id: r.o_id,
+                parent: r.o_parent,
+                position: Position::Int(r.o_pos),
+            }
+        }
+    }
+
+    impl From<KeyRow> for Row {
+        fn from(r: KeyRow) -> Row {
+            Row {
+                id: r.o_id,
+                parent: r.o_parent,
+                position: Position::Key(r.o_pos),
+            }
+        }
+    }
+
+    impl From<ParentRow> for (i64, i64) {
+        fn from(r: ParentRow) -> (i64, i64) {
+            (r.o_id, r.o_version)
+        }
+    }
+
+    /// The count of a [`ordered_core::Returns::Count`] statement (0 for no row).
+    pub(crate) fn count(rows: &[CountRow]) -> i64 {
+        rows.first().map_or(0, |r| r.o_count)
+    }
+
+    /// `stmt` as a Diesel raw query with its typed binds.
+    pub(crate) fn query<DB>(stmt: &Statement) -> BoxedSqlQuery<'static, DB, SqlQuery>
+    where
+        DB: Backend + HasSqlType<BigInt> + HasSqlType<Text>,
+        i64: ToSql<BigInt, DB>,
+        String: ToSql<Text, DB>,
+    {
+        let mut q = diesel::sql_query(stmt.sql.clone()).into_boxed::<DB>();
+        for a in &stmt.args {
+            q = match a {
+                Arg::I64(v) => q.bind::<BigInt, _>(*v),
+                Arg::Text(t) => q.bind::<Text, _>(t.clone()),
+            };
+        }
+        q
     }
 }
 
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 macro_rules! ordered_connection {
-    ($conn:ty, $backend:ty, $dialect:expr, $begin:expr) => {
+    ($conn:ty, $backend:ty, $dialect:expr) => {
         impl sealed::Sealed for $conn {}
 
         impl OrderedConnection for $conn {
             const DIALECT: Dialect = $dialect;
-            const BEGIN: &'static str = $begin;
+            const BEGIN: &'static str = ordered_core::sql::begin($dialect);
 
             fn run(&mut self, stmt: &Statement, key: bool) -> QueryResult<Reply> {
                 use diesel::RunQueryDsl;
-                use diesel::sql_types::{BigInt, Text};
-                use ordered_core::{Arg, Position, Returns, Row};
+                use ordered_core::Returns;
 
-                let mut q = diesel::sql_query(stmt.sql.clone()).into_boxed::<$backend>();
-                for a in &stmt.args {
-                    q = match a {
-                        Arg::I64(v) => q.bind::<BigInt, _>(*v),
-                        Arg::Text(t) => q.bind::<Text, _>(t.clone()),
-                    };
-                }
+                let q = rows::query::<$backend>(stmt);
                 Ok(match stmt.returns {
                     Returns::Nothing => Reply::Affected(q.execute(self)? as u64),
                     Returns::Rows if key => Reply::Rows(
                         q.load::<rows::KeyRow>(self)?
                             .into_iter()
-                            .map(|r| Row {
-                                id: r.o_id,
-                                parent: r.o_parent,
-                                position: Position::Key(r.o_pos),
-                            })
+                            .map(Into::into)
                             .collect(),
                     ),
                     Returns::Rows => Reply::Rows(
                         q.load::<rows::IntRow>(self)?
                             .into_iter()
-                            .map(|r| Row {
-                                id: r.o_id,
-                                parent: r.o_parent,
-                                position: Position::Int(r.o_pos),
-                            })
+                            .map(Into::into)
                             .collect(),
                     ),
                     Returns::Parent => Reply::Parents(
                         q.load::<rows::ParentRow>(self)?
                             .into_iter()
-                            .map(|r| (r.o_id, r.o_version))
+                            .map(Into::into)
                             .collect(),
                     ),
-                    Returns::Count => Reply::Count(
-                        q.load::<rows::CountRow>(self)?
-                            .first()
-                            .map_or(0, |r| r.o_count),
-                    ),
+                    Returns::Count => Reply::Count(rows::count(&q.load::<rows::CountRow>(self)?)),
                 })
             }
         }
@@ -139,23 +172,16 @@ macro_rules! ordered_connection {
 }
 
 #[cfg(feature = "postgres")]
-ordered_connection!(
-    diesel::PgConnection,
-    diesel::pg::Pg,
-    Dialect::Postgres,
-    "BEGIN ISOLATION LEVEL READ COMMITTED"
-);
+ordered_connection!(diesel::PgConnection, diesel::pg::Pg, Dialect::Postgres);
 #[cfg(feature = "mysql")]
 ordered_connection!(
     diesel::MysqlConnection,
     diesel::mysql::Mysql,
-    Dialect::Mysql,
-    "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; BEGIN"
+    Dialect::Mysql
 );
 #[cfg(feature = "sqlite")]
 ordered_connection!(
     diesel::SqliteConnection,
     diesel::sqlite::Sqlite,
-    Dialect::Sqlite,
-    "BEGIN IMMEDIATE"
+    Dialect::Sqlite
 );

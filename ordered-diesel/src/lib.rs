@@ -81,11 +81,16 @@
 //! - `postgres`: `PgConnection`.
 //! - `mysql`: `MysqlConnection` (MySQL 8, MariaDB 10.6+).
 //! - `sqlite`: `SqliteConnection` (SQLite 3.35+).
+//! - `async-postgres`, `async-mysql`, `async-sqlite`: the same operations over
+//!   diesel-async's `AsyncPgConnection`, `AsyncMysqlConnection` and
+//!   `SyncConnectionWrapper<SqliteConnection>` ([`async_diesel`]).
 //! - `serde`: `Serialize`/`Deserialize` for positions, outcomes and errors.
 //! - `cli`: the `ordered-diesel-migration` command.
 //!
 //! No backend is enabled by default.
 
+#[cfg(feature = "async")]
+pub mod async_diesel;
 mod conn;
 mod error;
 pub mod migrations;

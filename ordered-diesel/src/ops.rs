@@ -53,7 +53,7 @@ pub struct Inserted<T> {
 /// defaults), or from a [`Spec`] built at run time with [`Ordering::new`].
 #[derive(Debug, Clone)]
 pub struct Ordering {
-    s: Settings,
+    pub(crate) s: Settings,
 }
 
 impl Ordering {
@@ -127,7 +127,12 @@ impl Ordering {
             let attempt = attempts.begin();
             // MySQL/MariaDB: is this a Galera node? On one, the probe is also the causal
             // wait that must come before BEGIN
-            let result = match galera_probe(conn) {
+            let probed = if C::DIALECT == ordered_core::Dialect::Mysql {
+                galera_flag(conn.run(&sql::galera::probe(), false))
+            } else {
+                Ok(false)
+            };
+            let result = match probed {
                 Err(e) => Err(Error::from(e)),
                 Ok(galera) => {
                     attempts.use_policy(self.s.retry_on(galera));
@@ -141,55 +146,9 @@ impl Ordering {
                     }
                 }
             };
-            let err = match result {
-                Ok(mut v) => {
-                    v.0.attempts = attempt;
-                    if v.0.relabelled > 0 {
-                        tracing::info!(
-                            table = self.s.spec.table,
-                            relabelled = v.0.relabelled,
-                            attempts = attempt,
-                            "ordered: relabelled"
-                        );
-                    }
-                    return Ok(v);
-                }
-                // the connection is gone: retrying on it cannot help
-                Err(e @ Error::ConnectionLost(_)) => return Err(e),
-                Err(e) => e,
-            };
-            let class = match &err {
-                Error::Database(e) => refine(&self.s.spec, &e.to_string(), classify(e)),
-                Error::Ordering(e) if e.is_retryable() => Class::Retry,
-                _ => Class::Fatal,
-            };
-            match attempts.after_failure(class) {
-                Ok(pause) => {
-                    tracing::debug!(
-                        table = self.s.spec.table,
-                        attempt,
-                        error = %err,
-                        pause_ms = pause.as_millis() as u64,
-                        "ordered: retrying"
-                    );
-                    std::thread::sleep(pause);
-                }
-                Err(Stop::Exhausted) => {
-                    return Err(match err {
-                        Error::Database(last) => Error::RetriesExhausted {
-                            attempts: attempt,
-                            last,
-                        },
-                        other => other,
-                    });
-                }
-                Err(Stop::DuplicateAgain) => {
-                    // a bug, or a table changed behind the library's back
-                    return Err(Error::Ordering(ordered_core::Error::Inconsistent(format!(
-                        "a duplicate position survived a retry ({err})"
-                    ))));
-                }
-                Err(Stop::Fatal) => return Err(err),
+            match settle(&self.s.spec, &mut attempts, attempt, result)? {
+                Settled::Done(v) => return Ok(v),
+                Settled::Retry(pause) => std::thread::sleep(pause),
             }
         }
     }
@@ -210,17 +169,10 @@ impl Ordering {
         let e = match self.drive(conn, req, insert, galera) {
             Ok(v) => {
                 return match AnsiTransactionManager::commit_transaction(conn) {
+                    // a cluster that aborted the transaction may still answer COMMIT with
+                    // success; the GTID tells whether it wrote anything
                     Ok(()) if galera => {
-                        // a cluster that aborted the transaction may still answer COMMIT
-                        // with success; the GTID tells whether it wrote anything
-                        match conn.run(&sql::galera::unchanged(), false) {
-                            Ok(Reply::Count(n)) => {
-                                sql::galera::check_committed(n)?;
-                                Ok(v)
-                            }
-                            Ok(other) => Err(unexpected(&other)),
-                            Err(e) => Err(Error::CommitUnknown(e)),
-                        }
+                        committed(conn.run(&sql::galera::unchanged(), false)).map(|()| v)
                     }
                     Ok(()) => Ok(v),
                     Err(e) => Err(commit_error(e)),
@@ -231,19 +183,7 @@ impl Ordering {
         // a failed operation leaves nothing behind; on MySQL this also ends a transaction
         // that a lock-wait timeout left open
         let rolled_back = AnsiTransactionManager::rollback_transaction(conn);
-        match e {
-            // the server rolls back what it did not commit
-            Error::Database(e) if connection_lost(&e) => Err(Error::ConnectionLost(e)),
-            // part of it is committed, whatever the ROLLBACK says
-            e @ Error::Ordering(ordered_core::Error::PartiallyApplied { .. }) => Err(e),
-            e => match rolled_back {
-                Ok(()) => Err(e),
-                // Diesel marks the connection broken when a ROLLBACK fails (Galera
-                // answers one with 1213 after aborting the transaction): the server has
-                // ended the transaction, and the connection must be replaced
-                Err(rb) => Err(Error::ConnectionLost(rb)),
-            },
-        }
+        Err(after_rollback(e, rolled_back))
     }
 
     /// The operation inside the caller's transaction: a savepoint, and no retries.
@@ -258,24 +198,20 @@ impl Ordering {
     where
         C: OrderedConnection,
     {
-        AnsiTransactionManager::begin_transaction(conn).map_err(Error::from)?;
+        AnsiTransactionManager::begin_transaction(conn)?;
         match self.drive(conn, req, insert, galera) {
             Ok(v) => {
-                AnsiTransactionManager::commit_transaction(conn).map_err(Error::from)?;
+                AnsiTransactionManager::commit_transaction(conn)?;
                 Ok(v)
             }
             Err(e) => {
                 // the engine may have rolled the whole transaction back already (an
                 // InnoDB deadlock, MariaDB's 1020): the savepoint is gone then, and the
                 // engine's error is the one that tells the caller to retry, so it is
-                // kept; Diesel marks the caller's transaction for rollback
+                // kept; Diesel marks the caller's transaction for rollback (and a lost
+                // connection is ConnectionLost already)
                 let _ = AnsiTransactionManager::rollback_transaction(conn);
-                match e {
-                    // Diesel's transaction manager is broken now: every later call on
-                    // this connection fails, so say what to do about it
-                    Error::Database(e) if connection_lost(&e) => Err(Error::ConnectionLost(e)),
-                    e => Err(e),
-                }
+                Err(e)
             }
         }
     }
@@ -649,7 +585,7 @@ impl Ordering {
     }
 }
 
-fn unexpected(r: &Reply) -> Error {
+pub(crate) fn unexpected(r: &Reply) -> Error {
     Error::Ordering(ordered_core::Error::Inconsistent(format!(
         "unexpected reply from the connection: {r:?}"
     )))
@@ -657,10 +593,125 @@ fn unexpected(r: &Reply) -> Error {
 
 /// A failed COMMIT: a refusal the server stated is a rollback; a lost connection leaves
 /// the outcome unknown.
-fn commit_error(e: DieselError) -> Error {
+pub(crate) fn commit_error(e: DieselError) -> Error {
     match &e {
         DieselError::DatabaseError(..) if !connection_lost(&e) => Error::Database(e),
         _ => Error::CommitUnknown(e),
+    }
+}
+
+/// What [`settle`] makes of an attempt.
+pub(crate) enum Settled<T> {
+    /// It succeeded: return this.
+    Done(T),
+    /// Retry after this pause.
+    Retry(std::time::Duration),
+}
+
+/// The end of one attempt, for the sync and the async adapter alike: a success gets its
+/// attempt count (and a relabel is logged); a failure is classified, and either retried
+/// after a pause or turned into the error to return.
+pub(crate) fn settle<T>(
+    spec: &Spec,
+    attempts: &mut ordered_core::retry::Attempts,
+    attempt: u32,
+    result: Result<(Outcome, Option<T>)>,
+) -> Result<Settled<(Outcome, Option<T>)>> {
+    let err = match result {
+        Ok(mut v) => {
+            v.0.attempts = attempt;
+            if v.0.relabelled > 0 {
+                tracing::info!(
+                    table = spec.table,
+                    relabelled = v.0.relabelled,
+                    attempts = attempt,
+                    "ordered: relabelled"
+                );
+            }
+            return Ok(Settled::Done(v));
+        }
+        // the connection is gone: retrying on it cannot help
+        Err(e @ Error::ConnectionLost(_)) => return Err(e),
+        Err(e) => e,
+    };
+    let class = match &err {
+        Error::Database(e) => refine(spec, &e.to_string(), classify(e)),
+        Error::Ordering(e) if e.is_retryable() => Class::Retry,
+        _ => Class::Fatal,
+    };
+    match attempts.after_failure(class) {
+        Ok(pause) => {
+            tracing::debug!(
+                table = spec.table,
+                attempt,
+                error = %err,
+                pause_ms = pause.as_millis() as u64,
+                "ordered: retrying"
+            );
+            Ok(Settled::Retry(pause))
+        }
+        Err(Stop::Exhausted) => Err(match err {
+            Error::Database(last) => Error::RetriesExhausted {
+                attempts: attempt,
+                last,
+            },
+            other => other,
+        }),
+        // a bug, or a table changed behind the library's back
+        Err(Stop::DuplicateAgain) => Err(Error::Ordering(ordered_core::Error::Inconsistent(
+            format!("a duplicate position survived a retry ({err})"),
+        ))),
+        Err(Stop::Fatal) => Err(err),
+    }
+}
+
+/// The error of a failed attempt after its `ROLLBACK`.
+pub(crate) fn after_rollback(e: Error, rolled_back: QueryResult<()>) -> Error {
+    match (e, rolled_back) {
+        // the server rolls back what it did not commit; part of a PartiallyApplied
+        // operation is committed, whatever the ROLLBACK says
+        (
+            e @ (Error::ConnectionLost(_)
+            | Error::Ordering(ordered_core::Error::PartiallyApplied { .. })),
+            _,
+        ) => e,
+        (e, Ok(())) => e,
+        // Diesel marks the connection broken when a ROLLBACK fails (Galera answers one
+        // with 1213 after aborting the transaction): the server has ended the
+        // transaction, and the connection must be replaced
+        (_, Err(rb)) => Error::ConnectionLost(rb),
+    }
+}
+
+/// The reply to [`sql::galera::unchanged`] after `COMMIT`.
+pub(crate) fn committed(reply: QueryResult<Reply>) -> Result<()> {
+    match reply {
+        Ok(Reply::Count(n)) => Ok(sql::galera::check_committed(n)?),
+        Ok(other) => Err(unexpected(&other)),
+        Err(e) => Err(Error::CommitUnknown(e)),
+    }
+}
+
+/// The reply to [`sql::galera::probe`]: whether the server is a Galera node.
+pub(crate) fn galera_flag(reply: QueryResult<Reply>) -> QueryResult<bool> {
+    match reply {
+        Ok(Reply::Count(on)) => Ok(on == 1),
+        Ok(_) => Ok(false),
+        Err(DieselError::DatabaseError(_, info)) if sql::galera::is_not_galera(info.message()) => {
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The reply to a causal read ([`sql::galera::causal`]); `None` when the server has no
+/// Galera support, and the read must run as it is.
+pub(crate) fn causal_reply(reply: QueryResult<Reply>) -> Option<Result<Reply>> {
+    match reply {
+        Err(DieselError::DatabaseError(_, info)) if sql::galera::is_not_galera(info.message()) => {
+            None
+        }
+        r => Some(r.map_err(Error::from)),
     }
 }
 
@@ -684,30 +735,12 @@ fn read<C: OrderedConnection>(
     stmt: &ordered_core::Statement,
     key: bool,
 ) -> Result<Reply> {
-    if C::DIALECT == ordered_core::Dialect::Mysql {
-        match conn.run(&sql::galera::causal(stmt), key) {
-            Err(DieselError::DatabaseError(_, info))
-                if sql::galera::is_not_galera(info.message()) => {}
-            r => return r.map_err(Error::from),
-        }
+    if C::DIALECT == ordered_core::Dialect::Mysql
+        && let Some(r) = causal_reply(conn.run(&sql::galera::causal(stmt), key))
+    {
+        return r;
     }
-    conn.run(stmt, key).map_err(Error::from)
-}
-
-/// On MySQL/MariaDB: whether the server is a Galera node ([`sql::galera::probe`], which
-/// on a node also waits until it has applied the cluster's committed writes).
-fn galera_probe<C: OrderedConnection>(conn: &mut C) -> QueryResult<bool> {
-    if C::DIALECT != ordered_core::Dialect::Mysql {
-        return Ok(false);
-    }
-    match conn.run(&sql::galera::probe(), false) {
-        Ok(Reply::Count(on)) => Ok(on == 1),
-        Ok(_) => Ok(false),
-        Err(DieselError::DatabaseError(_, info)) if sql::galera::is_not_galera(info.message()) => {
-            Ok(false)
-        }
-        Err(e) => Err(e),
-    }
+    Ok(conn.run(stmt, key)?)
 }
 
 /// The operations as associated functions of an ordered model, with default options.

@@ -1,4 +1,4 @@
-//! Cross-ORM conformance: every script runs through Diesel and through SeaORM on each
+//! Cross-ORM conformance: every script runs through Diesel, diesel-async and SeaORM on each
 //! engine, from fresh tables; both must leave identical rows (id, parent, position) and
 //! return the same typed errors, step by step.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
@@ -190,6 +190,97 @@ where
     (out, rows)
 }
 
+fn async_inserter<C>(
+    d: Dialect,
+    s: Spec,
+    keys: bool,
+) -> impl for<'a> FnMut(
+    &'a mut C,
+    ordered_diesel::Slot,
+) -> ordered_diesel::async_diesel::InsertFuture<'a, Id>
++ Send
+where
+    C: ordered_diesel::async_diesel::AsyncOrderedConnection,
+{
+    move |c, slot| {
+        Box::pin(async move {
+            let mut last = Reply::None;
+            for st in insert(d, &s, slot.parent, &slot.position) {
+                last = c.run(&st, keys).await?;
+            }
+            Ok(counted(last))
+        })
+    }
+}
+
+/// Runs a script through diesel-async on `conn`; the final lists are read through
+/// `reader` when given.
+async fn run_diesel_async<C>(
+    mut conn: C,
+    reader: Option<C>,
+    tag: &str,
+    name: &str,
+    keys: bool,
+    steps: &[Step],
+) -> (Vec<Outcome>, Vec<Row>)
+where
+    C: ordered_diesel::async_diesel::AsyncOrderedConnection + diesel_async::SimpleAsyncConnection,
+{
+    use ordered_conformance::Step::*;
+    let d = C::DIALECT;
+    let s = spec(name, tag, keys);
+    for stmt in ddl(d, &s) {
+        conn.batch_execute(&stmt)
+            .await
+            .unwrap_or_else(|e| panic!("{stmt}: {e}"));
+    }
+    let o = ordered_diesel::async_diesel::Ordering::new(s);
+    let mut ids: Vec<Id> = Vec::new();
+    let mut out = Vec::new();
+    for step in steps {
+        let pos = |x: ordered_core::Outcome| x.position;
+        let r = match step {
+            Insert(parent, at) => {
+                let at = at.resolve(&ids);
+                let r = o
+                    .insert(&mut conn, *parent, at, async_inserter::<C>(d, s, keys))
+                    .await;
+                diesel_outcome(r, |ins| {
+                    ids.push(ins.value);
+                    ins.outcome.position
+                })
+            }
+            Move(i, at) => {
+                diesel_outcome(o.move_to(&mut conn, ids[*i], at.resolve(&ids)).await, pos)
+            }
+            MoveTo(i, p, at) => diesel_outcome(
+                o.move_to_parent(&mut conn, ids[*i], *p, at.resolve(&ids))
+                    .await,
+                pos,
+            ),
+            MoveExpecting(i, at, v) => diesel_outcome(
+                o.clone()
+                    .expect_version(*v)
+                    .move_to(&mut conn, ids[*i], at.resolve(&ids))
+                    .await,
+                pos,
+            ),
+            Swap(a, b) => diesel_outcome(o.swap(&mut conn, ids[*a], ids[*b]).await, pos),
+            Remove(i) => diesel_outcome(o.remove(&mut conn, ids[*i]).await, pos),
+            Reorder(p, order) => {
+                let want: Vec<Id> = order.iter().map(|i| ids[*i]).collect();
+                diesel_outcome(o.reorder(&mut conn, *p, &want).await, pos)
+            }
+            Rebalance(p) => diesel_outcome(o.rebalance(&mut conn, *p).await, pos),
+        };
+        out.push(r);
+    }
+    let mut reader = reader.unwrap_or(conn);
+    let mut rows = o.list(&mut reader, 1).await.unwrap();
+    rows.extend(o.list(&mut reader, 2).await.unwrap());
+    (out, rows)
+}
+
 fn seaorm_inserter(
     d: Dialect,
     s: Spec,
@@ -290,18 +381,23 @@ fn url(var: &str) -> Option<String> {
     }
 }
 
-fn compare(engine: &str, name: &str, d: (Vec<Outcome>, Vec<Row>), s: (Vec<Outcome>, Vec<Row>)) {
-    assert_eq!(d.0.len(), s.0.len());
-    for (i, (a, b)) in d.0.iter().zip(&s.0).enumerate() {
+type Run = (Vec<Outcome>, Vec<Row>);
+
+/// Diesel (sync), diesel-async and SeaORM: the same outcome at every step, the same rows.
+fn compare(engine: &str, name: &str, d: Run, a: Run, s: Run) {
+    for (other, label) in [(&a, "diesel-async"), (&s, "SeaORM")] {
+        assert_eq!(d.0.len(), other.0.len());
+        for (i, (x, y)) in d.0.iter().zip(&other.0).enumerate() {
+            assert_eq!(
+                x, y,
+                "{engine} {name}: step {i} differs between Diesel and {label}"
+            );
+        }
         assert_eq!(
-            a, b,
-            "{engine} {name}: step {i} differs between Diesel and SeaORM"
+            d.1, other.1,
+            "{engine} {name}: Diesel and {label} left different rows"
         );
     }
-    assert_eq!(
-        d.1, s.1,
-        "{engine} {name}: Diesel and SeaORM left different rows"
-    );
     assert!(!d.1.is_empty());
 }
 
@@ -312,11 +408,19 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
     for (name, keys, steps) in scripts() {
         // SQLite: one file per ORM
         let path = |orm: &str| std::env::temp_dir().join(format!("ordered-conf-{name}-{orm}.db"));
-        for orm in ["d", "s"] {
+        for orm in ["d", "a", "s"] {
             let _ = std::fs::remove_file(path(orm));
         }
         let dconn = diesel::SqliteConnection::establish(path("d").to_str().unwrap()).unwrap();
         let d = run_diesel(dconn, None, "d", name, keys, &steps);
+        let aconn = <diesel_async::sync_connection_wrapper::SyncConnectionWrapper<
+            diesel::SqliteConnection,
+        > as diesel_async::AsyncConnection>::establish(
+            path("a").to_str().unwrap()
+        )
+        .await
+        .unwrap();
+        let a = run_diesel_async(aconn, None, "a", name, keys, &steps).await;
         let s = run_seaorm(
             &format!("sqlite://{}?mode=rwc", path("s").display()),
             None,
@@ -326,7 +430,7 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
             &steps,
         )
         .await;
-        compare("sqlite", name, d, s);
+        compare("sqlite", name, d, a, s);
         checked += 1;
         if let Some(u) = url("ORDERED_PG_URL") {
             let d = run_diesel(
@@ -337,8 +441,19 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
                 keys,
                 &steps,
             );
+            let a = run_diesel_async(
+                <diesel_async::AsyncPgConnection as diesel_async::AsyncConnection>::establish(&u)
+                    .await
+                    .unwrap(),
+                None,
+                "a",
+                name,
+                keys,
+                &steps,
+            )
+            .await;
             let s = run_seaorm(&u, None, "s", name, keys, &steps).await;
-            compare("postgres", name, d, s);
+            compare("postgres", name, d, a, s);
             checked += 1;
         }
         #[cfg(feature = "mysql")]
@@ -351,8 +466,21 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
                 keys,
                 &steps,
             );
+            let a = run_diesel_async(
+                <diesel_async::AsyncMysqlConnection as diesel_async::AsyncConnection>::establish(
+                    &u,
+                )
+                .await
+                .unwrap(),
+                None,
+                "a",
+                name,
+                keys,
+                &steps,
+            )
+            .await;
             let s = run_seaorm(&u, None, "s", name, keys, &steps).await;
-            compare("mysql", name, d, s);
+            compare("mysql", name, d, a, s);
             checked += 1;
         }
         #[cfg(not(feature = "mysql"))]
@@ -392,6 +520,23 @@ async fn diesel_and_seaorm_agree_on_a_galera_cluster() {
         let conn = |u: &str| diesel::MysqlConnection::establish(u).unwrap();
         let d = run_diesel(conn(writer), Some(conn(reader)), "gd", name, keys, &steps);
         let s = run_seaorm(writer, Some(reader), "gs", name, keys, &steps).await;
+        let aconn = |u: &str| {
+            let u = u.to_owned();
+            async move {
+                <diesel_async::AsyncMysqlConnection as diesel_async::AsyncConnection>::establish(&u)
+                    .await
+                    .unwrap()
+            }
+        };
+        let a = run_diesel_async(
+            aconn(writer).await,
+            Some(aconn(reader).await),
+            "ga",
+            name,
+            keys,
+            &steps,
+        )
+        .await;
         let positions = |r: &(Vec<Outcome>, Vec<Row>)| -> Vec<(Id, Position)> {
             r.1.iter().map(|x| (x.parent, x.position.clone())).collect()
         };
@@ -408,6 +553,6 @@ async fn diesel_and_seaorm_agree_on_a_galera_cluster() {
                 "galera {name}: outcomes differ from a single server's"
             );
         }
-        compare("galera", name, d, s);
+        compare("galera", name, d, a, s);
     }
 }

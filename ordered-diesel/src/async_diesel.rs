@@ -1,0 +1,802 @@
+//! Every operation from async Diesel ([diesel-async] 0.9): the same names, arguments,
+//! results and errors as the sync [`crate::Ordering`], as `async fn`s over
+//! `AsyncPgConnection` (feature `async-postgres`), `AsyncMysqlConnection`
+//! (`async-mysql`) and `SyncConnectionWrapper<SqliteConnection>` (`async-sqlite`).
+//! Pooled connections (deadpool, bb8) work as `&mut *pooled`. The same
+//! `#[derive(Ordered)]` serves both: [`Ordering::of`] takes the model.
+//!
+//! The protocol is the same state machine as the sync adapter's: own transactions (READ
+//! COMMITTED on the servers, `BEGIN IMMEDIATE` on SQLite), a savepoint inside the
+//! caller's transaction (no retries), classified retries that sleep on tokio's timer
+//! (diesel-async's connections run on tokio), `ConnectionLost` and `CommitUnknown`, and
+//! the Galera checks on MySQL/MariaDB.
+//!
+//! ```no_run
+//! # use diesel::prelude::*;
+//! # diesel::table! { tracks (id) { id -> BigInt, playlist_id -> BigInt, title -> Text, position -> BigInt, } }
+//! # diesel::table! { playlists (id) { id -> BigInt, version -> BigInt, } }
+//! # diesel::allow_tables_to_appear_in_same_query!(tracks, playlists);
+//! # #[derive(Queryable, Selectable, ordered_diesel::Ordered)]
+//! # #[diesel(table_name = tracks)]
+//! # #[ordered(scope = playlist_id, parent = playlists, version = version)]
+//! # struct Track { id: i64, playlist_id: i64, title: String, position: i64 }
+//! use diesel_async::{AsyncPgConnection, RunQueryDsl};
+//! use ordered_diesel::async_diesel::Ordering;
+//!
+//! # async fn demo(conn: &mut AsyncPgConnection, playlist: i64, intro: i64) -> Result<(), ordered_diesel::Error> {
+//! let tracks = Ordering::of::<Track>();
+//! let demo = tracks
+//!     .insert_last(conn, playlist, |conn, slot| {
+//!         Box::pin(async move {
+//!             diesel::insert_into(tracks::table)
+//!                 .values((
+//!                     tracks::playlist_id.eq(slot.parent),
+//!                     tracks::title.eq("Demo"),
+//!                     tracks::position.eq(slot.int()?),
+//!                 ))
+//!                 .returning(tracks::id)
+//!                 .get_result::<i64>(conn)
+//!                 .await
+//!         })
+//!     })
+//!     .await?
+//!     .value;
+//! tracks.move_before(conn, demo, intro).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! [diesel-async]: https://docs.rs/diesel-async
+
+use std::future::Future;
+use std::pin::Pin;
+
+use diesel::result::{Error as DieselError, QueryResult};
+use ordered_core::retry::Attempts;
+use ordered_core::{
+    Action, Controls, Dialect, FinalStatement, Id, Ordered, Outcome, Placement, Reply, Report,
+    Request, RetryPolicy, Row, Settings, Spec, Statement, sql,
+};
+
+use crate::error::{Error, Result};
+use crate::ops::{
+    Inserted, Settled, Slot, after_rollback, causal_reply, commit_error, committed, galera_flag,
+    settle, unexpected,
+};
+
+/// What an insert closure returns: a boxed future of the caller's own insert, which
+/// borrows the connection (`|conn, slot| Box::pin(async move { ... })`).
+pub type InsertFuture<'a, T> = Pin<Box<dyn Future<Output = QueryResult<T>> + Send + 'a>>;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// An async Diesel connection the library can drive: `AsyncPgConnection`,
+/// `AsyncMysqlConnection` and `SyncConnectionWrapper<SqliteConnection>`, each behind its
+/// cargo feature. Pooled connections work through `&mut *pooled`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an async connection `ordered-diesel` supports",
+    note = "use `AsyncPgConnection`, `AsyncMysqlConnection` or `SyncConnectionWrapper<SqliteConnection>` (features `async-postgres`, `async-mysql`, `async-sqlite`); for a pooled connection pass `&mut *pooled`"
+)]
+pub trait AsyncOrderedConnection: Send + sealed::Sealed {
+    /// The engine.
+    const DIALECT: Dialect;
+    /// Opens the library's own transaction ([`sql::begin`]); `AlreadyInTransaction`
+    /// inside the caller's.
+    #[doc(hidden)]
+    fn begin_own(&mut self) -> impl Future<Output = QueryResult<()>> + Send;
+    /// Opens a savepoint inside the caller's transaction.
+    #[doc(hidden)]
+    fn begin_savepoint(&mut self) -> impl Future<Output = QueryResult<()>> + Send;
+    /// Commits the innermost transaction or releases the savepoint.
+    #[doc(hidden)]
+    fn commit(&mut self) -> impl Future<Output = QueryResult<()>> + Send;
+    /// Rolls back the innermost transaction or savepoint.
+    #[doc(hidden)]
+    fn rollback(&mut self) -> impl Future<Output = QueryResult<()>> + Send;
+    /// Executes one statement and decodes its result.
+    #[doc(hidden)]
+    fn run(
+        &mut self,
+        stmt: &Statement,
+        key: bool,
+    ) -> impl Future<Output = QueryResult<Reply>> + Send;
+}
+
+#[cfg(any(feature = "async-postgres", feature = "async-mysql"))]
+macro_rules! async_server_connection {
+    ($conn:ty, $backend:ty, $dialect:expr) => {
+        impl sealed::Sealed for $conn {}
+
+        impl AsyncOrderedConnection for $conn {
+            const DIALECT: Dialect = $dialect;
+
+            async fn begin_own(&mut self) -> QueryResult<()> {
+                diesel_async::AnsiTransactionManager::begin_transaction_sql(
+                    self,
+                    sql::begin($dialect),
+                )
+                .await
+            }
+
+            async fn begin_savepoint(&mut self) -> QueryResult<()> {
+                <diesel_async::AnsiTransactionManager as diesel_async::TransactionManager<
+                                    Self,
+                                >>::begin_transaction(self)
+                                .await
+            }
+
+            async fn commit(&mut self) -> QueryResult<()> {
+                <diesel_async::AnsiTransactionManager as diesel_async::TransactionManager<
+                                    Self,
+                                >>::commit_transaction(self)
+                                .await
+            }
+
+            async fn rollback(&mut self) -> QueryResult<()> {
+                <diesel_async::AnsiTransactionManager as diesel_async::TransactionManager<
+                                    Self,
+                                >>::rollback_transaction(self)
+                                .await
+            }
+
+            async fn run(&mut self, stmt: &Statement, key: bool) -> QueryResult<Reply> {
+                use crate::conn::rows;
+                use diesel_async::RunQueryDsl;
+                use ordered_core::Returns;
+
+                let q = rows::query::<$backend>(stmt);
+                Ok(match stmt.returns {
+                    Returns::Nothing => Reply::Affected(q.execute(self).await? as u64),
+                    Returns::Rows if key => Reply::Rows(
+                        q.load::<rows::KeyRow>(self)
+                            .await?
+                            .into_iter()
+                            .map(Into::into)
+                            .collect(),
+                    ),
+                    Returns::Rows => Reply::Rows(
+                        q.load::<rows::IntRow>(self)
+                            .await?
+                            .into_iter()
+                            .map(Into::into)
+                            .collect(),
+                    ),
+                    Returns::Parent => Reply::Parents(
+                        q.load::<rows::ParentRow>(self)
+                            .await?
+                            .into_iter()
+                            .map(Into::into)
+                            .collect(),
+                    ),
+                    Returns::Count => {
+                        Reply::Count(rows::count(&q.load::<rows::CountRow>(self).await?))
+                    }
+                })
+            }
+        }
+    };
+}
+
+#[cfg(feature = "async-postgres")]
+async_server_connection!(
+    diesel_async::AsyncPgConnection,
+    diesel::pg::Pg,
+    Dialect::Postgres
+);
+#[cfg(feature = "async-mysql")]
+async_server_connection!(
+    diesel_async::AsyncMysqlConnection,
+    diesel::mysql::Mysql,
+    Dialect::Mysql
+);
+
+/// SQLite through diesel-async's wrapper: each step runs the sync adapter's statement
+/// on tokio's blocking pool, against the wrapper's own `SqliteConnection` (whose
+/// transaction state the wrapper shares).
+#[cfg(feature = "async-sqlite")]
+mod sqlite {
+    use diesel::SqliteConnection;
+    use diesel::connection::{AnsiTransactionManager, TransactionManager};
+    use diesel::result::QueryResult;
+    use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+    use ordered_core::{Dialect, Reply, Statement, sql};
+
+    use super::{AsyncOrderedConnection, sealed};
+
+    impl sealed::Sealed for SyncConnectionWrapper<SqliteConnection> {}
+
+    impl AsyncOrderedConnection for SyncConnectionWrapper<SqliteConnection> {
+        const DIALECT: Dialect = Dialect::Sqlite;
+
+        async fn begin_own(&mut self) -> QueryResult<()> {
+            self.spawn_blocking(|c| {
+                AnsiTransactionManager::begin_transaction_sql(c, sql::begin(Dialect::Sqlite))
+            })
+            .await
+        }
+
+        async fn begin_savepoint(&mut self) -> QueryResult<()> {
+            self.spawn_blocking(|c| {
+                <AnsiTransactionManager as TransactionManager<SqliteConnection>>::begin_transaction(
+                    c,
+                )
+            })
+            .await
+        }
+
+        async fn commit(&mut self) -> QueryResult<()> {
+            self.spawn_blocking(|c| {
+                <AnsiTransactionManager as TransactionManager<SqliteConnection>>::commit_transaction(c)
+            })
+            .await
+        }
+
+        async fn rollback(&mut self) -> QueryResult<()> {
+            self.spawn_blocking(|c| {
+                <AnsiTransactionManager as TransactionManager<SqliteConnection>>::rollback_transaction(c)
+            })
+            .await
+        }
+
+        async fn run(&mut self, stmt: &Statement, key: bool) -> QueryResult<Reply> {
+            let stmt = stmt.clone();
+            self.spawn_blocking(move |c| crate::OrderedConnection::run(c, &stmt, key))
+                .await
+        }
+    }
+}
+
+/// The async operations on one ordered table, with options: the same builder and the
+/// same operations as [`crate::Ordering`], awaited.
+#[derive(Debug, Clone)]
+pub struct Ordering {
+    s: Settings,
+}
+
+impl From<crate::Ordering> for Ordering {
+    /// The same table and options, for async connections.
+    fn from(o: crate::Ordering) -> Self {
+        Ordering { s: o.s }
+    }
+}
+
+impl Ordering {
+    /// Operations on the table `spec` describes.
+    pub fn new(spec: Spec) -> Self {
+        Ordering {
+            s: Settings::new(spec),
+        }
+    }
+
+    /// Operations on the table of model `M` (the sync adapter's `#[derive(Ordered)]`).
+    pub fn of<M: Ordered>() -> Self {
+        Self::new(M::SPEC)
+    }
+
+    /// [`crate::Ordering::expect_version`].
+    pub fn expect_version(mut self, version: i64) -> Self {
+        self.s.expected = Some(version);
+        self
+    }
+
+    /// [`crate::Ordering::retry`].
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.s.retry = policy;
+        self
+    }
+
+    /// [`crate::Ordering::idempotent`].
+    pub fn idempotent(mut self, id: Id) -> Self {
+        self.s.idempotency = Some(id);
+        self
+    }
+
+    /// The table description.
+    pub fn spec(&self) -> &Spec {
+        &self.s.spec
+    }
+
+    #[doc(hidden)]
+    pub fn with_controls(mut self, controls: Controls) -> Self {
+        self.s.controls = controls;
+        self
+    }
+
+    #[doc(hidden)]
+    pub fn with_final_statement(mut self, log: FinalStatement) -> Self {
+        self.s.log = Some(log);
+        self
+    }
+
+    /// Runs `req` as one transaction, with retries when the library owns it.
+    async fn execute<C, T, F>(
+        &self,
+        conn: &mut C,
+        req: Request,
+        mut insert: Option<F>,
+    ) -> Result<(Outcome, Option<T>)>
+    where
+        C: AsyncOrderedConnection,
+        F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        T: Send,
+    {
+        let mut attempts = Attempts::new(self.s.retry);
+        loop {
+            let attempt = attempts.begin();
+            // MySQL/MariaDB: is this a Galera node? On one, the probe is also the causal
+            // wait that must come before BEGIN
+            let probed = if C::DIALECT == Dialect::Mysql {
+                galera_flag(conn.run(&sql::galera::probe(), false).await)
+            } else {
+                Ok(false)
+            };
+            let result = match probed {
+                Err(e) => Err(Error::from(e)),
+                Ok(galera) => {
+                    attempts.use_policy(self.s.retry_on(galera));
+                    match conn.begin_own().await {
+                        Ok(()) => {
+                            self.own_transaction(conn, &req, insert.as_mut(), galera)
+                                .await
+                        }
+                        Err(DieselError::AlreadyInTransaction) => {
+                            // inside the caller's transaction: a savepoint, no retries
+                            return self.savepoint(conn, &req, insert.as_mut(), galera).await;
+                        }
+                        Err(e) => Err(Error::from(e)),
+                    }
+                }
+            };
+            match settle(&self.s.spec, &mut attempts, attempt, result)? {
+                Settled::Done(v) => return Ok(v),
+                Settled::Retry(pause) => tokio::time::sleep(pause).await,
+            }
+        }
+    }
+
+    async fn own_transaction<C, T, F>(
+        &self,
+        conn: &mut C,
+        req: &Request,
+        insert: Option<&mut F>,
+        galera: bool,
+    ) -> Result<(Outcome, Option<T>)>
+    where
+        C: AsyncOrderedConnection,
+        F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        T: Send,
+    {
+        let e = match self.drive(conn, req, insert, galera).await {
+            Ok(v) => {
+                return match conn.commit().await {
+                    // a cluster that aborted the transaction may still answer COMMIT with
+                    // success; the GTID tells whether it wrote anything
+                    Ok(()) if galera => {
+                        committed(conn.run(&sql::galera::unchanged(), false).await).map(|()| v)
+                    }
+                    Ok(()) => Ok(v),
+                    Err(e) => Err(commit_error(e)),
+                };
+            }
+            Err(e) => e,
+        };
+        let rolled_back = conn.rollback().await;
+        Err(after_rollback(e, rolled_back))
+    }
+
+    async fn savepoint<C, T, F>(
+        &self,
+        conn: &mut C,
+        req: &Request,
+        insert: Option<&mut F>,
+        galera: bool,
+    ) -> Result<(Outcome, Option<T>)>
+    where
+        C: AsyncOrderedConnection,
+        F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        T: Send,
+    {
+        conn.begin_savepoint().await?;
+        match self.drive(conn, req, insert, galera).await {
+            Ok(v) => {
+                conn.commit().await?;
+                Ok(v)
+            }
+            Err(e) => {
+                // as in the sync adapter: the engine's error is kept even when the
+                // engine has rolled the whole transaction back already
+                let _ = conn.rollback().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// One attempt: feeds the state machine until it is done.
+    async fn drive<C, T, F>(
+        &self,
+        conn: &mut C,
+        req: &Request,
+        mut insert: Option<&mut F>,
+        galera: bool,
+    ) -> Result<(Outcome, Option<T>)>
+    where
+        C: AsyncOrderedConnection,
+        F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        T: Send,
+    {
+        let key = self.s.is_key();
+        let mut op = self.s.operation(C::DIALECT, req);
+        if galera {
+            op = op.on_galera();
+        }
+        let mut reply = Reply::None;
+        let mut value = None;
+        loop {
+            match op.next(reply)? {
+                Action::Execute(stmt) => reply = conn.run(&stmt, key).await?,
+                Action::Insert { parent, position } => {
+                    let f = insert.as_mut().ok_or_else(|| {
+                        ordered_core::Error::Inconsistent(
+                            "an insert without a row to insert".into(),
+                        )
+                    })?;
+                    value = Some(f(conn, Slot { parent, position }).await?);
+                    reply = Reply::Inserted;
+                }
+                Action::Done(outcome) => return Ok((outcome, value)),
+            }
+        }
+    }
+
+    async fn write<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        req: Request,
+    ) -> Result<Outcome> {
+        type NoInsert<C> = for<'a> fn(&'a mut C, Slot) -> InsertFuture<'a, ()>;
+        self.execute::<C, (), NoInsert<C>>(conn, req, None)
+            .await
+            .map(|(o, _)| o)
+    }
+
+    /// Inserts a row at any [`Placement`] of `parent`'s list: `insert` runs your own
+    /// insert with the parent and position in [`Slot`], inside the library's transaction
+    /// (it may run again if the operation is retried).
+    pub async fn insert<C, T, F>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        at: Placement,
+        insert: F,
+    ) -> Result<Inserted<T>>
+    where
+        C: AsyncOrderedConnection,
+        F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        T: Send,
+    {
+        let (outcome, value) = self
+            .execute(conn, Request::Insert { parent, at }, Some(insert))
+            .await?;
+        let value = value
+            .ok_or_else(|| ordered_core::Error::Inconsistent("the insert did not run".into()))?;
+        Ok(Inserted { value, outcome })
+    }
+
+    /// [`crate::Ordering::insert_first`].
+    pub async fn insert_first<C, T, F>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        insert: F,
+    ) -> Result<Inserted<T>>
+    where
+        C: AsyncOrderedConnection,
+        F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        T: Send,
+    {
+        self.insert(conn, parent, Placement::First, insert).await
+    }
+
+    /// [`crate::Ordering::insert_last`].
+    pub async fn insert_last<C, T, F>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        insert: F,
+    ) -> Result<Inserted<T>>
+    where
+        C: AsyncOrderedConnection,
+        F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        T: Send,
+    {
+        self.insert(conn, parent, Placement::Last, insert).await
+    }
+
+    /// [`crate::Ordering::insert_before`].
+    pub async fn insert_before<C, T, F>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        anchor: Id,
+        insert: F,
+    ) -> Result<Inserted<T>>
+    where
+        C: AsyncOrderedConnection,
+        F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        T: Send,
+    {
+        self.insert(conn, parent, Placement::Before(anchor), insert)
+            .await
+    }
+
+    /// [`crate::Ordering::insert_after`].
+    pub async fn insert_after<C, T, F>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        anchor: Id,
+        insert: F,
+    ) -> Result<Inserted<T>>
+    where
+        C: AsyncOrderedConnection,
+        F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        T: Send,
+    {
+        self.insert(conn, parent, Placement::After(anchor), insert)
+            .await
+    }
+
+    /// [`crate::Ordering::insert_between`].
+    pub async fn insert_between<C, T, F>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        prev: Option<Id>,
+        next: Option<Id>,
+        insert: F,
+    ) -> Result<Inserted<T>>
+    where
+        C: AsyncOrderedConnection,
+        F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        T: Send,
+    {
+        self.insert(conn, parent, Placement::Between { prev, next }, insert)
+            .await
+    }
+
+    /// [`crate::Ordering::insert_at_index`].
+    pub async fn insert_at_index<C, T, F>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        index: u64,
+        insert: F,
+    ) -> Result<Inserted<T>>
+    where
+        C: AsyncOrderedConnection,
+        F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        T: Send,
+    {
+        self.insert(conn, parent, Placement::Index(index), insert)
+            .await
+    }
+
+    /// [`crate::Ordering::move_to`].
+    pub async fn move_to<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+        at: Placement,
+    ) -> Result<Outcome> {
+        self.write(conn, Request::Move { item, at }).await
+    }
+
+    /// [`crate::Ordering::move_before`].
+    pub async fn move_before<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+        anchor: Id,
+    ) -> Result<Outcome> {
+        self.move_to(conn, item, Placement::Before(anchor)).await
+    }
+
+    /// [`crate::Ordering::move_after`].
+    pub async fn move_after<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+        anchor: Id,
+    ) -> Result<Outcome> {
+        self.move_to(conn, item, Placement::After(anchor)).await
+    }
+
+    /// [`crate::Ordering::move_between`].
+    pub async fn move_between<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+        prev: Option<Id>,
+        next: Option<Id>,
+    ) -> Result<Outcome> {
+        self.move_to(conn, item, Placement::Between { prev, next })
+            .await
+    }
+
+    /// [`crate::Ordering::move_to_start`].
+    pub async fn move_to_start<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+    ) -> Result<Outcome> {
+        self.move_to(conn, item, Placement::First).await
+    }
+
+    /// [`crate::Ordering::move_to_end`].
+    pub async fn move_to_end<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+    ) -> Result<Outcome> {
+        self.move_to(conn, item, Placement::Last).await
+    }
+
+    /// [`crate::Ordering::move_to_index`].
+    pub async fn move_to_index<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+        index: u64,
+    ) -> Result<Outcome> {
+        self.move_to(conn, item, Placement::Index(index)).await
+    }
+
+    /// [`crate::Ordering::move_up`].
+    pub async fn move_up<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+    ) -> Result<Outcome> {
+        self.write(conn, Request::MoveUp { item }).await
+    }
+
+    /// [`crate::Ordering::move_down`].
+    pub async fn move_down<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+    ) -> Result<Outcome> {
+        self.write(conn, Request::MoveDown { item }).await
+    }
+
+    /// [`crate::Ordering::swap`].
+    pub async fn swap<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        a: Id,
+        b: Id,
+    ) -> Result<Outcome> {
+        self.write(conn, Request::Swap { a, b }).await
+    }
+
+    /// [`crate::Ordering::move_to_parent`].
+    pub async fn move_to_parent<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+        parent: Id,
+        at: Placement,
+    ) -> Result<Outcome> {
+        self.write(conn, Request::MoveToParent { item, parent, at })
+            .await
+    }
+
+    /// [`crate::Ordering::remove`].
+    pub async fn remove<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: Id,
+    ) -> Result<Outcome> {
+        self.write(conn, Request::Remove { item }).await
+    }
+
+    /// [`crate::Ordering::reorder`].
+    pub async fn reorder<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        ids: &[Id],
+    ) -> Result<Outcome> {
+        let ids = ids.to_vec();
+        self.write(conn, Request::Reorder { parent, ids }).await
+    }
+
+    /// [`crate::Ordering::rebalance`].
+    pub async fn rebalance<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+    ) -> Result<Outcome> {
+        self.write(conn, Request::Rebalance { parent }).await
+    }
+
+    /// [`crate::Ordering::heal`].
+    pub async fn heal<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+    ) -> Result<Outcome> {
+        self.rebalance(conn, parent).await
+    }
+
+    /// [`crate::Ordering::list`].
+    pub async fn list<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+    ) -> Result<Vec<Row>> {
+        let stmt = sql::list(C::DIALECT, &self.s.spec, parent);
+        match read(conn, &stmt, self.s.is_key()).await? {
+            Reply::Rows(rows) => Ok(rows),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// [`crate::Ordering::index_of`].
+    pub async fn index_of<C: AsyncOrderedConnection>(&self, conn: &mut C, item: Id) -> Result<u64> {
+        let item_read = ordered_core::plan::Read::Item { id: item };
+        let stmt = sql::read(C::DIALECT, &self.s.spec, &item_read, false);
+        let row = match read(conn, &stmt, self.s.is_key()).await? {
+            Reply::Rows(rows) => rows.into_iter().next(),
+            other => return Err(unexpected(&other)),
+        }
+        .ok_or(ordered_core::Error::NotFound { id: item })?;
+        let stmt = sql::count_before(C::DIALECT, &self.s.spec, row.parent, &row.position);
+        match conn.run(&stmt, self.s.is_key()).await? {
+            Reply::Count(n) => Ok(u64::try_from(n).unwrap_or(0)),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// [`crate::Ordering::verify`].
+    pub async fn verify<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+    ) -> Result<Report> {
+        let rows = self.list(conn, parent).await?;
+        Ok(ordered_core::verify(&self.s.spec, &rows))
+    }
+
+    /// [`crate::Ordering::check_key_order`].
+    pub async fn check_key_order<C: AsyncOrderedConnection>(&self, conn: &mut C) -> Result<()> {
+        if !self.s.is_key() {
+            return Ok(());
+        }
+        let stmt = sql::probe_key_order(
+            C::DIALECT,
+            &self.s.spec,
+            ordered_core::verify::KEY_ORDER_PROBES,
+        );
+        match conn.run(&stmt, true).await? {
+            Reply::Rows(rows) => Ok(ordered_core::check_key_order(&self.s.spec, &rows)?),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+/// A read outside the library's transactions, causal on MySQL/MariaDB (see the sync
+/// adapter's).
+async fn read<C: AsyncOrderedConnection>(
+    conn: &mut C,
+    stmt: &Statement,
+    key: bool,
+) -> Result<Reply> {
+    if C::DIALECT == Dialect::Mysql
+        && let Some(r) = causal_reply(conn.run(&sql::galera::causal(stmt), key).await)
+    {
+        return r;
+    }
+    Ok(conn.run(stmt, key).await?)
+}
