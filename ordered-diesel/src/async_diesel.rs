@@ -121,23 +121,23 @@ macro_rules! async_server_connection {
 
             async fn begin_savepoint(&mut self) -> QueryResult<()> {
                 <diesel_async::AnsiTransactionManager as diesel_async::TransactionManager<
-                                                            Self,
-                                                        >>::begin_transaction(self)
-                                                        .await
+                                                                    Self,
+                                                                >>::begin_transaction(self)
+                                                                .await
             }
 
             async fn commit(&mut self) -> QueryResult<()> {
                 <diesel_async::AnsiTransactionManager as diesel_async::TransactionManager<
-                                                            Self,
-                                                        >>::commit_transaction(self)
-                                                        .await
+                                                                    Self,
+                                                                >>::commit_transaction(self)
+                                                                .await
             }
 
             async fn rollback(&mut self) -> QueryResult<()> {
                 <diesel_async::AnsiTransactionManager as diesel_async::TransactionManager<
-                                                            Self,
-                                                        >>::rollback_transaction(self)
-                                                        .await
+                                                                    Self,
+                                                                >>::rollback_transaction(self)
+                                                                .await
             }
 
             async fn run(&mut self, stmt: &Statement, key: bool) -> QueryResult<Reply> {

@@ -9,7 +9,7 @@
 //! Per engine x strategy (gapped, fractional, dense) x workload (append, random
 //! position, hot gap, move to front) x size (1k, 10k, 100k; `--quick`: 1k):
 //! - ours (Diesel adapter): ops/s, p50/p99 latency, rows written per op, longest key;
-//!   and the SeaORM adapter for gapped integers at 1k and 10k;
+//!   and the SeaORM and diesel-async adapters for gapped integers at 1k and 10k;
 //! - the floor: a transaction that locks the parent and updates one row by key;
 //! - the naive baselines: dense integers shifted one statement per row (acts_as_list)
 //!   and gapped integers with a whole-collection rebalance of one statement per row
@@ -550,6 +550,114 @@ fn seaorm_rows<C: BenchConn>(
     }
 }
 
+/// The caller's insert through diesel-async (the same statement as [`insert_row`]).
+fn async_insert<A: ordered_diesel::async_diesel::AsyncOrderedConnection>(
+    s: Spec,
+) -> impl for<'a> FnMut(&'a mut A, Slot) -> ordered_diesel::async_diesel::InsertFuture<'a, ()> + Send
+{
+    move |c, slot| {
+        Box::pin(async move {
+            let d = A::DIALECT;
+            let q = |x: &str| sql::quote(d, x);
+            let ph = if d == Dialect::Postgres {
+                "$1, $2"
+            } else {
+                "?, ?"
+            };
+            let st = Statement {
+                sql: format!(
+                    "INSERT INTO {} ({}, {}) VALUES ({ph})",
+                    q(s.table),
+                    q("parent_id"),
+                    q("position")
+                ),
+                args: vec![Arg::I64(slot.parent), (&slot.position).into()],
+                returns: Returns::Nothing,
+            };
+            c.run(&st, false).await?;
+            Ok(())
+        })
+    }
+}
+
+/// The diesel-async adapter on the same engine: gapped integers, against the same floor
+/// (the sync floor: one transaction that locks the parent and updates one row).
+fn async_rows<C, A>(engine: &'static str, c: &mut C, url: &str, quick: bool, out: &mut Vec<Row>)
+where
+    C: BenchConn,
+    A: ordered_diesel::async_diesel::AsyncOrderedConnection
+        + diesel_async::AsyncConnection
+        + diesel_async::SimpleAsyncConnection
+        + 'static,
+{
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => panic!("tokio: {e}"),
+    };
+    let mut conn = rt.block_on(A::establish(url)).unwrap();
+    if A::DIALECT == Dialect::Sqlite {
+        rt.block_on(conn.batch_execute("PRAGMA busy_timeout = 5000"))
+            .unwrap();
+    }
+    let sizes: &[usize] = if quick { &[1_000] } else { &[1_000, 10_000] };
+    let ops = if quick { 20 } else { 200 };
+    for &size in sizes {
+        for workload in ["random", "hot gap", "move to front"] {
+            let s = spec("m", &GAPPED);
+            let ids = prepare(c, &s, size, 1);
+            let floor_st = floor(c, &s, &ids, ops);
+            let o = ordered_diesel::async_diesel::Ordering::new(s);
+            let mut st = Stats::default();
+            let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+            let hot = ids[ids.len() / 2];
+            rt.block_on(async {
+                for _ in 0..ops {
+                    let t = Instant::now();
+                    let out = match workload {
+                        "random" => {
+                            let a = ids[rng.below(ids.len())];
+                            o.insert_after(&mut conn, 1, a, async_insert::<A>(s))
+                                .await
+                                .unwrap()
+                                .outcome
+                        }
+                        "hot gap" => {
+                            o.insert_after(&mut conn, 1, hot, async_insert::<A>(s))
+                                .await
+                                .unwrap()
+                                .outcome
+                        }
+                        _ => o
+                            .move_to_start(&mut conn, ids[rng.below(ids.len())])
+                            .await
+                            .unwrap(),
+                    };
+                    st.lat.push(t.elapsed());
+                    st.rows += out.rows_written;
+                }
+            });
+            eprintln!(
+                "  {engine:<8} diesel-async {workload:<13} {size:>6}: p50 {} ms, floor {} ms",
+                ms(st.pct(0.5)),
+                ms(floor_st.pct(0.5))
+            );
+            out.push(Row {
+                engine,
+                strategy: "gapped, diesel-async",
+                workload,
+                size,
+                ours: st,
+                floor_p50: floor_st.pct(0.5),
+                acts_as_list: None,
+                ranked_model: None,
+            });
+        }
+    }
+}
+
 fn matrix<C: BenchConn>(
     engine: &'static str,
     url: &str,
@@ -612,6 +720,21 @@ fn matrix<C: BenchConn>(
         }
     }
     seaorm_rows(engine, &mut c, sea_url, quick, out);
+    match C::DIALECT {
+        Dialect::Sqlite => async_rows::<
+            C,
+            diesel_async::sync_connection_wrapper::SyncConnectionWrapper<diesel::SqliteConnection>,
+        >(engine, &mut c, url, quick, out),
+        Dialect::Postgres => {
+            async_rows::<C, diesel_async::AsyncPgConnection>(engine, &mut c, url, quick, out)
+        }
+        #[cfg(feature = "mysql")]
+        Dialect::Mysql => {
+            async_rows::<C, diesel_async::AsyncMysqlConnection>(engine, &mut c, url, quick, out)
+        }
+        #[cfg(not(feature = "mysql"))]
+        Dialect::Mysql => {}
+    }
     // a relabel of the whole collection against a bare UPDATE of the same rows
     let n = *sizes.last().unwrap_or(&1000);
     let s = spec("m", &GAPPED);
