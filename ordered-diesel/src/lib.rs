@@ -72,6 +72,12 @@
 //! retried: [`Error::is_retryable`] tells you to retry your transaction. On SQLite, open
 //! your own transactions with `immediate_transaction`, and set a `busy_timeout`.
 //!
+//! The sync operations block their thread, and a retry pauses it with
+//! `std::thread::sleep` (bounded by the policy's deadline, 2 s by default). From async
+//! code, call them through `tokio::task::spawn_blocking` (or deadpool-diesel's
+//! `interact`), or use [`async_diesel`] over diesel-async (features `async-*`), whose
+//! retries sleep on tokio's timer.
+//!
 //! PostgreSQL note: the generated unique constraint is `DEFERRABLE INITIALLY IMMEDIATE`
 //! (relabels are single statements), and PostgreSQL refuses such a constraint as an
 //! `ON CONFLICT` arbiter: upserts on the items table must name another target, e.g.
