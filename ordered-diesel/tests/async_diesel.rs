@@ -442,3 +442,74 @@ fn pooled_connections_and_the_callers_transaction() {
         drop_tables(&mut c, &t);
     });
 }
+
+/// Retries wait out a lock holder (PostgreSQL `lock_timeout` 50 ms against a 300 ms
+/// holder), and they pause on tokio's timer: on a one-thread runtime a ticker task keeps
+/// running while the operation retries.
+#[test]
+fn retries_sleep_on_the_runtime() {
+    if !enabled("postgres") {
+        return;
+    }
+    let (mut c, t) =
+        setup::<diesel::PgConnection>("async_retry", &GAPPED, RebalancePolicy::Window, &[1]);
+    let a = add(&mut c, &t, 1, Placement::Last, "a");
+    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let mut holder = <diesel::PgConnection as TestConn>::open(&t.db);
+    holder.exec("BEGIN");
+    holder.exec(&format!(
+        "UPDATE {} SET name = name WHERE id = 1",
+        t.parents
+    ));
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        holder.exec("COMMIT");
+    });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (outcome, ticks, elapsed) = rt.block_on(async {
+        let ticks = std::sync::Arc::new(AtomicI64::new(0));
+        let counter = ticks.clone();
+        let ticker = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                counter.fetch_add(1, AtomicOrdering::SeqCst);
+            }
+        });
+        let mut conn = diesel_async::AsyncPgConnection::open(&t.db).await;
+        conn.batch_execute("SET lock_timeout = '50ms'")
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let r = Ordering::new(t.spec)
+            .retry(RetryPolicy {
+                max_attempts: 50,
+                base: Duration::from_millis(20),
+                cap: Duration::from_millis(40),
+                deadline: Duration::from_secs(5),
+            })
+            .move_to_start(&mut conn, b)
+            .await;
+        let elapsed = started.elapsed();
+        ticker.abort();
+        (r, ticks.load(AtomicOrdering::SeqCst), elapsed)
+    });
+    release.join().unwrap();
+    let outcome = outcome.unwrap();
+    assert!(outcome.attempts > 1, "no retry: {outcome:?}");
+    assert!(elapsed >= Duration::from_millis(250), "{elapsed:?}");
+    // a 5 ms ticker on the same thread: it ran all along (a blocking sleep would stop it)
+    let expected = elapsed.as_millis() as i64 / 5;
+    assert!(
+        ticks * 2 >= expected,
+        "the runtime was blocked: {ticks} ticks in {elapsed:?}"
+    );
+    assert_eq!(ids(&mut c, &t, 1), [b, a]);
+    eprintln!(
+        "diesel-async retries: {} attempts over {elapsed:?}, {ticks} ticks of the runtime meanwhile",
+        outcome.attempts
+    );
+    drop_tables(&mut c, &t);
+}
