@@ -262,52 +262,7 @@ impl From<crate::Ordering> for Ordering {
 }
 
 impl Ordering {
-    /// Operations on the table `spec` describes.
-    pub fn new(spec: Spec) -> Self {
-        Ordering {
-            s: Settings::new(spec),
-        }
-    }
-
-    /// Operations on the table of model `M` (the sync adapter's `#[derive(Ordered)]`).
-    pub fn of<M: Ordered>() -> Self {
-        Self::new(M::SPEC)
-    }
-
-    /// [`crate::Ordering::expect_version`].
-    pub fn expect_version(mut self, version: i64) -> Self {
-        self.s.expected = Some(version);
-        self
-    }
-
-    /// [`crate::Ordering::retry`].
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.s.retry = policy;
-        self
-    }
-
-    /// [`crate::Ordering::idempotent`].
-    pub fn idempotent(mut self, id: Id) -> Self {
-        self.s.idempotency = Some(id);
-        self
-    }
-
-    /// The table description.
-    pub fn spec(&self) -> &Spec {
-        &self.s.spec
-    }
-
-    #[doc(hidden)]
-    pub fn with_controls(mut self, controls: Controls) -> Self {
-        self.s.controls = controls;
-        self
-    }
-
-    #[doc(hidden)]
-    pub fn with_final_statement(mut self, log: FinalStatement) -> Self {
-        self.s.log = Some(log);
-        self
-    }
+    crate::ops::settings_builders!();
 
     /// Runs `req` as one transaction, with retries when the library owns it.
     async fn execute<C, T, F>(

@@ -56,60 +56,71 @@ pub struct Ordering {
     pub(crate) s: Settings,
 }
 
-impl Ordering {
-    /// Operations on the table `spec` describes.
-    pub fn new(spec: Spec) -> Self {
-        Ordering {
-            s: Settings::new(spec),
+/// The constructors and options of an `Ordering` (a struct with one `s: Settings`
+/// field): the sync one here and the async one in [`crate::async_diesel`].
+macro_rules! settings_builders {
+    () => {
+        /// Operations on the table `spec` describes.
+        pub fn new(spec: Spec) -> Self {
+            Self {
+                s: Settings::new(spec),
+            }
         }
-    }
 
-    /// Operations on the table of model `M`.
-    pub fn of<M: Ordered>() -> Self {
-        Self::new(M::SPEC)
-    }
+        /// Operations on the table of model `M` (`#[derive(Ordered)]`).
+        pub fn of<M: Ordered>() -> Self {
+            Self::new(M::SPEC)
+        }
 
-    /// Refuse the next writes with [`ordered_core::Error::VersionConflict`] unless the
-    /// collection is at `version` (the one a client read; needs a version column).
-    pub fn expect_version(mut self, version: i64) -> Self {
-        self.s.expected = Some(version);
-        self
-    }
+        /// Refuse the next writes with [`ordered_core::Error::VersionConflict`] unless
+        /// the collection is at `version` (the one a client read; needs a version
+        /// column).
+        pub fn expect_version(mut self, version: i64) -> Self {
+            self.s.expected = Some(version);
+            self
+        }
 
-    /// Sets the retry policy.
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.s.retry = policy;
-        self
-    }
+        /// Sets the retry policy.
+        pub fn retry(mut self, policy: RetryPolicy) -> Self {
+            self.s.retry = policy;
+            self
+        }
 
-    /// The table description.
-    pub fn spec(&self) -> &Spec {
-        &self.s.spec
-    }
+        /// The table description.
+        pub fn spec(&self) -> &Spec {
+            &self.s.spec
+        }
 
-    /// Makes inserts idempotent: `id` is the id the caller's new row will have (a
-    /// client-generated id). Under the parent lock the library looks it up first; if the
-    /// row exists, an earlier attempt committed (one that ended with `CommitUnknown`,
-    /// say) and the insert returns [`ordered_core::Error::AlreadyApplied`] without
-    /// writing. Moves and deletes ignore it.
-    pub fn idempotent(mut self, id: Id) -> Self {
-        self.s.idempotency = Some(id);
-        self
-    }
+        /// Makes inserts idempotent: `id` is the id the caller's new row will have (a
+        /// client-generated id). Under the parent lock the library looks it up first; if
+        /// the row exists, an earlier attempt committed (one that ended with
+        /// `CommitUnknown`, say) and the insert returns
+        /// [`ordered_core::Error::AlreadyApplied`] without writing. Moves and deletes
+        /// ignore it.
+        pub fn idempotent(mut self, id: Id) -> Self {
+            self.s.idempotency = Some(id);
+            self
+        }
 
-    #[doc(hidden)]
-    pub fn with_controls(mut self, controls: Controls) -> Self {
-        self.s.controls = controls;
-        self
-    }
+        #[doc(hidden)]
+        pub fn with_controls(mut self, controls: Controls) -> Self {
+            self.s.controls = controls;
+            self
+        }
 
-    /// A statement run last inside every write, while the locks are held (the
-    /// reliability suite's operations log).
-    #[doc(hidden)]
-    pub fn with_final_statement(mut self, log: FinalStatement) -> Self {
-        self.s.log = Some(log);
-        self
-    }
+        /// A statement run last inside every write, while the locks are held (the
+        /// reliability suite's operations log).
+        #[doc(hidden)]
+        pub fn with_final_statement(mut self, log: FinalStatement) -> Self {
+            self.s.log = Some(log);
+            self
+        }
+    };
+}
+pub(crate) use settings_builders;
+
+impl Ordering {
+    settings_builders!();
 
     /// Runs `req` as one transaction, with retries when the library owns it.
     #[allow(clippy::type_complexity)]
