@@ -133,7 +133,10 @@ async fn commit(txn: DatabaseTransaction, check: bool) -> Result<()> {
                 Ok(other) => Err(unexpected(&other)),
                 Err(e) => Err(Error::CommitUnknown(e)),
             },
-            Err(e) => Err(e.into()),
+            // the connection died while COMMIT was under way: it may have committed
+            Err(e) if is_connection_lost(&e.to_string()) => Err(Error::CommitUnknown(e)),
+            // refused (a certification failure): rolled back; retried as the error says
+            Err(e) => Err(Error::Database(e)),
         }
     } else {
         Ok(())
@@ -282,49 +285,60 @@ impl Ordering {
             // MySQL/MariaDB: is this a Galera node? On one, the probe is also the causal
             // wait that must come before BEGIN
             let galera = match galera_probe(db).await {
-                Ok(g) => g,
+                Ok(g) => Ok(g),
                 Err(e) if is_connection_lost(&e.to_string()) => {
                     return Err(Error::ConnectionLost(e));
                 }
-                Err(e) => return Err(Error::Database(e)),
+                // classified below like any other failure (a causal wait that timed out
+                // is a lock-wait timeout, retried)
+                Err(e) => Err(Error::Database(e)),
             };
-            attempts.use_policy(self.s.retry_on(galera));
-            let err = match db.begin_with_options(options).await {
-                // a pool hands out a fresh connection; a dead one passed in cannot begin
-                Err(e) if is_connection_lost(&e.to_string()) => {
-                    return Err(Error::ConnectionLost(e));
+            let began = match galera {
+                Ok(g) => {
+                    attempts.use_policy(self.s.retry_on(g));
+                    Ok((g, db.begin_with_options(options).await))
                 }
-                Err(e) => Error::Database(e),
-                Ok(txn) => match self.drive(&txn, &req, insert.as_mut(), galera).await {
-                    Ok(mut v) => match commit(txn, galera && !nested).await {
-                        Ok(()) => {
-                            v.0.attempts = attempt;
-                            if v.0.relabelled > 0 {
-                                tracing::info!(
-                                    table = self.s.spec.table,
-                                    relabelled = v.0.relabelled,
-                                    attempts = attempt,
-                                    "ordered: relabelled"
-                                );
-                            }
-                            return Ok(v);
-                        }
-                        Err(e @ (Error::CommitUnknown(_) | Error::ConnectionLost(_))) => {
-                            return Err(e);
-                        }
-                        Err(e) => e,
-                    },
-                    Err(Error::Database(e)) if is_connection_lost(&e.to_string()) => {
-                        // the server rolls back what it did not commit
-                        let _ = txn.rollback().await;
+                Err(e) => Err(e),
+            };
+            let err = match began {
+                Err(e) => e,
+                Ok((galera, began)) => match began {
+                    // a pool hands out a fresh connection; a dead one passed in cannot begin
+                    Err(e) if is_connection_lost(&e.to_string()) => {
                         return Err(Error::ConnectionLost(e));
                     }
-                    Err(e) => {
-                        // nothing is left behind; on MySQL this also ends a transaction a
-                        // lock-wait timeout left open
-                        let _ = txn.rollback().await;
-                        e
-                    }
+                    Err(e) => Error::Database(e),
+                    Ok(txn) => match self.drive(&txn, &req, insert.as_mut(), galera).await {
+                        Ok(mut v) => match commit(txn, galera && !nested).await {
+                            Ok(()) => {
+                                v.0.attempts = attempt;
+                                if v.0.relabelled > 0 {
+                                    tracing::info!(
+                                        table = self.s.spec.table,
+                                        relabelled = v.0.relabelled,
+                                        attempts = attempt,
+                                        "ordered: relabelled"
+                                    );
+                                }
+                                return Ok(v);
+                            }
+                            Err(e @ (Error::CommitUnknown(_) | Error::ConnectionLost(_))) => {
+                                return Err(e);
+                            }
+                            Err(e) => e,
+                        },
+                        Err(Error::Database(e)) if is_connection_lost(&e.to_string()) => {
+                            // the server rolls back what it did not commit
+                            let _ = txn.rollback().await;
+                            return Err(Error::ConnectionLost(e));
+                        }
+                        Err(e) => {
+                            // nothing is left behind; on MySQL this also ends a transaction a
+                            // lock-wait timeout left open
+                            let _ = txn.rollback().await;
+                            e
+                        }
+                    },
                 },
             };
             if nested {
