@@ -893,7 +893,9 @@ impl Planner<'_> {
         let writes = match spread {
             Spread::Arithmetic { first, step } => vec![Write::Renumber {
                 parent,
-                above: PARK_POSITION,
+                // every row, a parked one included: an operation cut off part-way (on a
+                // Galera cluster, PartiallyApplied) can leave one, and heal must place it
+                above: PARK_POSITION - 1,
                 below: i64::MAX,
                 first,
                 step,
