@@ -59,8 +59,8 @@ use ordered_core::{
 
 use crate::error::{Error, Result};
 use crate::ops::{
-    Inserted, Settled, Slot, after_rollback, causal_reply, commit_error, committed, galera_flag,
-    settle, unexpected,
+    Inserted, Settled, Slot, after_rollback, causal_reply, commit_error, committed, escaped,
+    galera_flag, settle, unexpected,
 };
 
 /// What an insert closure returns: a boxed future of the caller's own insert, which
@@ -322,7 +322,8 @@ impl Ordering {
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
         T: Send,
     {
-        let e = match self.drive(conn, req, insert, galera).await {
+        let mut locked = None;
+        let e = match self.drive(conn, req, insert, galera, &mut locked).await {
             Ok(v) => {
                 return match conn.commit().await {
                     // a cluster that aborted the transaction may still answer COMMIT with
@@ -335,6 +336,12 @@ impl Ordering {
                 };
             }
             Err(e) => e,
+        };
+        // on a node, statements may have escaped before the failure (see the sync one)
+        let e = if galera {
+            escaped(e, conn.run(&sql::galera::unchanged(), false).await, locked)
+        } else {
+            e
         };
         let rolled_back = conn.rollback().await;
         Err(after_rollback(e, rolled_back))
@@ -353,7 +360,7 @@ impl Ordering {
         T: Send,
     {
         conn.begin_savepoint().await?;
-        match self.drive(conn, req, insert, galera).await {
+        match self.drive(conn, req, insert, galera, &mut None).await {
             Ok(v) => {
                 conn.commit().await?;
                 Ok(v)
@@ -374,6 +381,7 @@ impl Ordering {
         req: &Request,
         mut insert: Option<&mut F>,
         galera: bool,
+        locked: &mut Option<Id>,
     ) -> Result<(Outcome, Option<T>)>
     where
         C: AsyncOrderedConnection,
@@ -388,7 +396,9 @@ impl Ordering {
         let mut reply = Reply::None;
         let mut value = None;
         loop {
-            match op.next(reply)? {
+            let action = op.next(reply);
+            *locked = op.locked().first().copied();
+            match action? {
                 Action::Execute(stmt) => reply = conn.run(&stmt, key).await?,
                 Action::Insert { parent, position } => {
                     let f = insert.as_mut().ok_or_else(|| {

@@ -177,7 +177,8 @@ impl Ordering {
     where
         C: OrderedConnection,
     {
-        let e = match self.drive(conn, req, insert, galera) {
+        let mut locked = None;
+        let e = match self.drive(conn, req, insert, galera, &mut locked) {
             Ok(v) => {
                 return match AnsiTransactionManager::commit_transaction(conn) {
                     // a cluster that aborted the transaction may still answer COMMIT with
@@ -190,6 +191,13 @@ impl Ordering {
                 };
             }
             Err(e) => e,
+        };
+        // on a node, a failure may follow statements that escaped the transaction: then
+        // it is PartiallyApplied, never retried
+        let e = if galera {
+            escaped(e, conn.run(&sql::galera::unchanged(), false), locked)
+        } else {
+            e
         };
         // a failed operation leaves nothing behind; on MySQL this also ends a transaction
         // that a lock-wait timeout left open
@@ -210,7 +218,7 @@ impl Ordering {
         C: OrderedConnection,
     {
         AnsiTransactionManager::begin_transaction(conn)?;
-        match self.drive(conn, req, insert, galera) {
+        match self.drive(conn, req, insert, galera, &mut None) {
             Ok(v) => {
                 AnsiTransactionManager::commit_transaction(conn)?;
                 Ok(v)
@@ -235,6 +243,7 @@ impl Ordering {
         req: &Request,
         mut insert: Option<&mut (dyn FnMut(&mut C, Slot) -> QueryResult<T> + '_)>,
         galera: bool,
+        locked: &mut Option<Id>,
     ) -> Result<(Outcome, Option<T>)>
     where
         C: OrderedConnection,
@@ -247,7 +256,9 @@ impl Ordering {
         let mut reply = Reply::None;
         let mut value = None;
         loop {
-            match op.next(reply)? {
+            let action = op.next(reply);
+            *locked = op.locked().first().copied();
+            match action? {
                 Action::Execute(stmt) => reply = conn.run(&stmt, key)?,
                 Action::Insert { parent, position } => {
                     let f = insert.as_mut().ok_or_else(|| {
@@ -691,6 +702,29 @@ pub(crate) fn after_rollback(e: Error, rolled_back: QueryResult<()>) -> Error {
         // with 1213 after aborting the transaction): the server has ended the
         // transaction, and the connection must be replaced
         (_, Err(rb)) => Error::ConnectionLost(rb),
+    }
+}
+
+/// A failed attempt on a Galera node, with the reply to [`sql::galera::unchanged`] run
+/// before its `ROLLBACK`: if the session replicated anything since the transaction's
+/// mark, statements escaped the transaction before it failed, and the failure is
+/// [`ordered_core::Error::PartiallyApplied`] on the first locked collection (a retry
+/// would apply the operation on top of part of itself).
+pub(crate) fn escaped(e: Error, unchanged: QueryResult<Reply>, locked: Option<Id>) -> Error {
+    match (&e, unchanged) {
+        (
+            Error::ConnectionLost(_)
+            | Error::Ordering(ordered_core::Error::PartiallyApplied { .. }),
+            _,
+        ) => e,
+        // the mark runs before the first lock: with nothing locked there is no mark
+        // of this attempt to compare with, and nothing was written
+        (_, Ok(Reply::Count(0))) if locked.is_some() => {
+            Error::Ordering(ordered_core::Error::PartiallyApplied {
+                parent: locked.unwrap_or_default(),
+            })
+        }
+        _ => e,
     }
 }
 

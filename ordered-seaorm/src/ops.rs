@@ -177,6 +177,27 @@ async fn galera_probe<C: ConnectionTrait>(db: &C) -> Result<bool, DbErr> {
     }
 }
 
+/// A failed attempt on a Galera node, with the reply to [`sql::galera::unchanged`] run
+/// before its `ROLLBACK`: a new GTID means statements escaped the transaction before it
+/// failed, and a retry would apply the operation on top of part of itself.
+fn escaped(e: Error, unchanged: Result<Reply, DbErr>, locked: Option<Id>) -> Error {
+    match (&e, unchanged) {
+        (
+            Error::ConnectionLost(_)
+            | Error::Ordering(ordered_core::Error::PartiallyApplied { .. }),
+            _,
+        ) => e,
+        // the mark runs before the first lock: with nothing locked there is no mark
+        // of this attempt to compare with, and nothing was written
+        (_, Ok(Reply::Count(0))) if locked.is_some() => {
+            Error::Ordering(ordered_core::Error::PartiallyApplied {
+                parent: locked.unwrap_or_default(),
+            })
+        }
+        _ => e,
+    }
+}
+
 fn lost_or_database(e: DbErr) -> Error {
     if is_connection_lost(&e.to_string()) {
         Error::ConnectionLost(e)
@@ -282,6 +303,7 @@ impl Ordering {
         let mut attempts = Attempts::new(self.s.retry);
         loop {
             let attempt = attempts.begin();
+            let mut locked = None;
             // MySQL/MariaDB: is this a Galera node? On one, the probe is also the causal
             // wait that must come before BEGIN
             let galera = match galera_probe(db).await {
@@ -308,7 +330,10 @@ impl Ordering {
                         return Err(Error::ConnectionLost(e));
                     }
                     Err(e) => Error::Database(e),
-                    Ok(txn) => match self.drive(&txn, &req, insert.as_mut(), galera).await {
+                    Ok(txn) => match self
+                        .drive(&txn, &req, insert.as_mut(), galera, &mut locked)
+                        .await
+                    {
                         Ok(mut v) => match commit(txn, galera && !nested).await {
                             Ok(()) => {
                                 v.0.attempts = attempt;
@@ -333,6 +358,14 @@ impl Ordering {
                             return Err(Error::ConnectionLost(e));
                         }
                         Err(e) => {
+                            // on a node, statements may have escaped the transaction
+                            // before the failure: then it is PartiallyApplied, not retried
+                            let e = if galera {
+                                let unchanged = run(&txn, &sql::galera::unchanged(), false).await;
+                                escaped(e, unchanged, locked)
+                            } else {
+                                e
+                            };
                             // nothing is left behind; on MySQL this also ends a transaction a
                             // lock-wait timeout left open
                             let _ = txn.rollback().await;
@@ -380,6 +413,7 @@ impl Ordering {
         req: &Request,
         mut insert: Option<&mut F>,
         galera: bool,
+        locked: &mut Option<Id>,
     ) -> Result<(Outcome, Option<T>)>
     where
         F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
@@ -393,7 +427,9 @@ impl Ordering {
         let mut reply = Reply::None;
         let mut value = None;
         loop {
-            match op.next(reply)? {
+            let action = op.next(reply);
+            *locked = op.locked().first().copied();
+            match action? {
                 Action::Execute(stmt) => reply = run(txn, &stmt, key).await?,
                 Action::Insert { parent, position } => {
                     let f = insert.as_mut().ok_or_else(|| {
