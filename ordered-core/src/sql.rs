@@ -783,6 +783,22 @@ pub mod galera {
         }
     }
 
+    /// The check before the `ROLLBACK` of a failed attempt: `unchanged` is the reply to
+    /// [`unchanged`] (`None` if it could not run), `locked` the first collection the
+    /// attempt locked. A new GTID since the mark means statements escaped the
+    /// transaction before it failed, so the failure is [`crate::Error::PartiallyApplied`]
+    /// (a retry would apply the operation on top of part of itself). Before the first
+    /// lock the mark may not have run in this attempt, and nothing was written.
+    pub fn check_escaped(
+        unchanged: Option<i64>,
+        locked: Option<crate::Id>,
+    ) -> Option<crate::Error> {
+        match (unchanged, locked) {
+            (Some(0), Some(parent)) => Some(crate::Error::PartiallyApplied { parent }),
+            _ => None,
+        }
+    }
+
     /// The check after `COMMIT`: the reply to [`unchanged`], run on the same
     /// connection right after the commit succeeded.
     pub fn check_committed(unchanged: i64) -> Result<(), crate::Error> {

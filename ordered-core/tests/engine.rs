@@ -242,6 +242,16 @@ fn galera_brackets_the_transaction_with_the_replication_check() {
     assert_eq!(sql::galera::check_committed(1), Err(Error::CommitDropped));
     assert!(Error::CommitDropped.is_retryable());
     assert_eq!(sql::galera::check_committed(0), Ok(()));
+
+    // a failed attempt: a new GTID after a lock is a partial operation; before any
+    // lock (no mark of this attempt) or with the GTID unchanged it is not
+    assert_eq!(
+        sql::galera::check_escaped(Some(0), Some(4)),
+        Some(Error::PartiallyApplied { parent: 4 })
+    );
+    assert_eq!(sql::galera::check_escaped(Some(0), None), None);
+    assert_eq!(sql::galera::check_escaped(Some(1), Some(4)), None);
+    assert_eq!(sql::galera::check_escaped(None, Some(4)), None);
 }
 
 #[test]

@@ -711,20 +711,14 @@ pub(crate) fn after_rollback(e: Error, rolled_back: QueryResult<()>) -> Error {
 /// [`ordered_core::Error::PartiallyApplied`] on the first locked collection (a retry
 /// would apply the operation on top of part of itself).
 pub(crate) fn escaped(e: Error, unchanged: QueryResult<Reply>, locked: Option<Id>) -> Error {
-    match (&e, unchanged) {
-        (
-            Error::ConnectionLost(_)
-            | Error::Ordering(ordered_core::Error::PartiallyApplied { .. }),
-            _,
-        ) => e,
-        // the mark runs before the first lock: with nothing locked there is no mark
-        // of this attempt to compare with, and nothing was written
-        (_, Ok(Reply::Count(0))) if locked.is_some() => {
-            Error::Ordering(ordered_core::Error::PartiallyApplied {
-                parent: locked.unwrap_or_default(),
-            })
-        }
-        _ => e,
+    let count = match unchanged {
+        Ok(Reply::Count(n)) => Some(n),
+        _ => None,
+    };
+    match e {
+        Error::ConnectionLost(_)
+        | Error::Ordering(ordered_core::Error::PartiallyApplied { .. }) => e,
+        e => sql::galera::check_escaped(count, locked).map_or(e, Error::Ordering),
     }
 }
 

@@ -181,20 +181,14 @@ async fn galera_probe<C: ConnectionTrait>(db: &C) -> Result<bool, DbErr> {
 /// before its `ROLLBACK`: a new GTID means statements escaped the transaction before it
 /// failed, and a retry would apply the operation on top of part of itself.
 fn escaped(e: Error, unchanged: Result<Reply, DbErr>, locked: Option<Id>) -> Error {
-    match (&e, unchanged) {
-        (
-            Error::ConnectionLost(_)
-            | Error::Ordering(ordered_core::Error::PartiallyApplied { .. }),
-            _,
-        ) => e,
-        // the mark runs before the first lock: with nothing locked there is no mark
-        // of this attempt to compare with, and nothing was written
-        (_, Ok(Reply::Count(0))) if locked.is_some() => {
-            Error::Ordering(ordered_core::Error::PartiallyApplied {
-                parent: locked.unwrap_or_default(),
-            })
-        }
-        _ => e,
+    let count = match unchanged {
+        Ok(Reply::Count(n)) => Some(n),
+        _ => None,
+    };
+    match e {
+        Error::ConnectionLost(_)
+        | Error::Ordering(ordered_core::Error::PartiallyApplied { .. }) => e,
+        e => sql::galera::check_escaped(count, locked).map_or(e, Error::Ordering),
     }
 }
 
