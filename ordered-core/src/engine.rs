@@ -2,7 +2,7 @@
 //! statements it asks for, in a loop, inside one transaction.
 //!
 //! ```
-//! use ordered_core::{Action, Dialect, Gapped, Operation, Placement, RebalancePolicy, Reply, Request, Spec};
+//! use ordered_core::{Action, Dialect, Gapped, Operation, Placement, RebalancePolicy, Reply, Request, Row, Spec};
 //!
 //! const TRACKS: Spec = Spec {
 //!     table: "tracks", id: "id", parent: "playlist_id", position: "position",
@@ -19,16 +19,22 @@
 //! // the list is empty: the caller inserts its row at the first position
 //! let Action::Insert { parent, position } = op.next(Reply::Rows(vec![]))? else { unreachable!() };
 //! assert_eq!((parent, position), (1, 1024.into()));
-//! let Action::Done(outcome) = op.next(Reply::Inserted)? else { unreachable!() };
+//! // the library reads back the id of the row the caller inserted, for the changes
+//! let Action::Execute(found) = op.next(Reply::Inserted)? else { unreachable!() };
+//! assert!(found.sql.contains("\"position\" = "));
+//! let row = Row { id: 7, parent: 1, position: 1024.into() };
+//! let Action::Done(outcome) = op.next(Reply::Rows(vec![row]))? else { unreachable!() };
 //! assert_eq!(outcome.rows_written, 1);
+//! assert_eq!(outcome.changes.rows[0].id, 7);
 //! # Ok::<(), ordered_core::Error>(())
 //! ```
 
 use std::collections::VecDeque;
 
 use crate::Id;
+use crate::changes::{self, Change, Changes, Relabelled, ScopeVersion};
 use crate::error::Error;
-use crate::plan::{self, Plan, Read, Reads, Request, Row, Step, Write};
+use crate::plan::{self, Plan, RangeRead, Read, Reads, Request, Row, Step, Write};
 use crate::position::Position;
 use crate::position::PositionKind;
 use crate::retry::RetryPolicy;
@@ -50,6 +56,11 @@ pub enum Action {
         /// The position.
         position: Position,
     },
+    /// Run the caller's hook (its own statements: an outbox row, `updated_at`, an audit
+    /// entry) inside the transaction, after every write and before `COMMIT`, with the
+    /// changes in hand; then reply [`Reply::None`]. Only for an operation built with
+    /// [`Operation::with_hook`].
+    BeforeCommit(Changes),
     /// The operation is complete: commit.
     Done(Outcome),
 }
@@ -69,6 +80,14 @@ pub enum Reply {
     Affected(u64),
     /// The caller's insert ran.
     Inserted,
+    /// A versioned list ([`sql::Returns::Listed`]): the parent's version (`None` when
+    /// the parent row does not exist) and the items, in order.
+    Listed {
+        /// The parent's version; `None`: no such parent.
+        version: Option<i64>,
+        /// The items.
+        rows: Vec<Row>,
+    },
 }
 
 /// What an operation did.
@@ -88,6 +107,40 @@ pub struct Outcome {
     pub statements: u32,
     /// Attempts the adapter made (1: no retry); set by the adapters.
     pub attempts: u32,
+    /// Exactly which rows the operation wrote, with their new collections and
+    /// positions, and the new version of every collection it locked.
+    pub changes: Changes,
+}
+
+/// A collection's items, in order, with the version of the same snapshot
+/// ([`sql::list_versioned`]). A client shows `rows` and sends `version` back as the
+/// expected version of its next write: a write by anyone in between refuses it with
+/// [`Error::VersionConflict`] instead of applying it to a list the client never saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Listing {
+    /// The items, `ORDER BY position, id`.
+    pub rows: Vec<Row>,
+    /// The collection's version (`None` without a version column).
+    pub version: Option<i64>,
+}
+
+impl Listing {
+    /// The listing of `parent` from the reply to [`sql::list_versioned`]:
+    /// [`Error::ParentNotFound`] when the parent row does not exist.
+    pub fn from_reply(spec: &Spec, parent: Id, reply: Reply) -> Result<Listing, Error> {
+        match reply {
+            Reply::Listed {
+                version: Some(v),
+                rows,
+            } => Ok(Listing {
+                rows,
+                version: spec.version.map(|_| v),
+            }),
+            Reply::Listed { version: None, .. } => Err(Error::ParentNotFound { parent }),
+            other => Err(unexpected("a versioned list", &other)),
+        }
+    }
 }
 
 /// Test-only switches that turn off parts of the protocol, so that the reliability
@@ -125,6 +178,9 @@ pub struct Settings {
     /// (an earlier attempt committed), the insert is refused with
     /// [`Error::AlreadyApplied`] and writes nothing.
     pub idempotency: Option<Id>,
+    /// Relabels of more rows than this are summarised in [`Changes::relabelled`]
+    /// instead of listed ([`changes::DEFAULT_LIMIT`] by default).
+    pub changes_limit: u64,
     #[doc(hidden)]
     pub controls: Controls,
     #[doc(hidden)]
@@ -139,6 +195,7 @@ impl Settings {
             expected: None,
             retry: RetryPolicy::default(),
             idempotency: None,
+            changes_limit: changes::DEFAULT_LIMIT,
             controls: Controls::default(),
             log: None,
         }
@@ -164,6 +221,7 @@ impl Settings {
         let mut op = Operation::new(self.spec, dialect, req.clone())
             .expect_version(self.expected)
             .idempotent(self.idempotency)
+            .changes_limit(self.changes_limit)
             .with_controls(self.controls);
         if let Some(log) = self.log {
             op = op.with_final_statement(log(dialect, &self.spec, req));
@@ -180,6 +238,9 @@ enum Phase {
     CheckApplied,
     Planning,
     Writing,
+    /// Reads back what the writes left (relabelled ranges, the inserted row's id).
+    Collect,
+    Hook,
     Finish,
 }
 
@@ -194,6 +255,10 @@ enum Awaiting {
     Insert,
     /// Galera: the GTID check before `COMMIT`.
     Replicated,
+    /// Rows a relabel left, for the changes.
+    Changed,
+    /// The caller's hook ran.
+    Hooked,
 }
 
 /// One ordering operation in flight. See the module docs.
@@ -218,6 +283,9 @@ pub struct Operation {
     galera: bool,
     item_checked: bool,
     replication_checked: bool,
+    changes_limit: u64,
+    hook: bool,
+    changes: Changes,
 }
 
 impl Operation {
@@ -243,7 +311,24 @@ impl Operation {
             galera: false,
             item_checked: false,
             replication_checked: false,
+            changes_limit: changes::DEFAULT_LIMIT,
+            hook: false,
+            changes: Changes::default(),
         }
+    }
+
+    /// Relabels of more rows than `limit` are summarised in [`Changes::relabelled`]
+    /// instead of read back and listed.
+    pub fn changes_limit(mut self, limit: u64) -> Self {
+        self.changes_limit = limit;
+        self
+    }
+
+    /// The caller has a hook to run before `COMMIT`: the operation stops at
+    /// [`Action::BeforeCommit`] once everything is written.
+    pub fn with_hook(mut self) -> Self {
+        self.hook = true;
+        self
     }
 
     /// The server is a node of a MariaDB Galera Cluster (the adapters learn it from
@@ -327,7 +412,19 @@ impl Operation {
                 }
                 other => return Err(unexpected("a count", &other)),
             },
-            Awaiting::Write | Awaiting::Insert | Awaiting::Nothing => {}
+            Awaiting::Changed => match reply {
+                Reply::Rows(rows) => {
+                    for r in rows {
+                        self.changes.record(Change {
+                            id: r.id,
+                            parent: r.parent,
+                            position: r.position,
+                        });
+                    }
+                }
+                other => return Err(unexpected("rows", &other)),
+            },
+            Awaiting::Write | Awaiting::Insert | Awaiting::Hooked | Awaiting::Nothing => {}
         }
         loop {
             if let Some((stmt, aw)) = self.queue.pop_front() {
@@ -437,7 +534,7 @@ impl Operation {
                     }
                 }
                 Phase::Writing => {
-                    self.phase = Phase::Finish;
+                    self.phase = Phase::Collect;
                     if let Some(log) = self.log.take() {
                         self.queue.push_back((log, Awaiting::Write));
                     }
@@ -446,6 +543,18 @@ impl Operation {
                     {
                         self.awaiting = Awaiting::Insert;
                         return Ok(Action::Insert { parent, position });
+                    }
+                }
+                Phase::Collect => {
+                    self.phase = Phase::Hook;
+                    self.collect();
+                }
+                Phase::Hook => {
+                    self.phase = Phase::Finish;
+                    self.changes.sort();
+                    if self.hook {
+                        self.awaiting = Awaiting::Hooked;
+                        return Ok(Action::BeforeCommit(self.changes.clone()));
                     }
                 }
                 Phase::Finish if self.galera && !self.replication_checked => {
@@ -494,6 +603,102 @@ impl Operation {
         Action::Execute(stmt)
     }
 
+    /// Records what the plan wrote, and queues the reads that tell the rest: the rows
+    /// of each relabelled range (or a summary above the limit) and an inserted row's id.
+    fn collect(&mut self) {
+        let Some(plan) = self.plan.as_ref() else {
+            return;
+        };
+        let bump = i64::from(!self.controls.skip_version_bump);
+        if self.spec.version.is_some() {
+            self.changes.versions = self
+                .versions
+                .iter()
+                .map(|&(parent, v)| ScopeVersion {
+                    parent,
+                    version: v + bump,
+                })
+                .collect();
+        }
+        let mut reads = Vec::new();
+        for w in &plan.writes {
+            match w {
+                Write::Set {
+                    id,
+                    parent,
+                    position,
+                } => self.changes.record(Change {
+                    id: *id,
+                    parent: *parent,
+                    position: position.clone(),
+                }),
+                Write::Delete { id } => self.changes.remove(*id),
+                Write::Assign { parent, rows } => {
+                    for (id, position) in rows {
+                        self.changes.record(Change {
+                            id: *id,
+                            parent: *parent,
+                            position: position.clone(),
+                        });
+                    }
+                }
+                Write::Renumber {
+                    parent,
+                    first,
+                    step,
+                    rows,
+                    ..
+                } => {
+                    let span = i64::try_from(*rows).unwrap_or(i64::MAX);
+                    let last = first.saturating_add(step.saturating_mul(span));
+                    reads.push((*parent, *first, last, *rows));
+                }
+                Write::Shift {
+                    parent,
+                    from,
+                    to,
+                    delta,
+                    rows,
+                } => reads.push((*parent, from + delta, to + delta, *rows)),
+            }
+        }
+        for (parent, first, last, rows) in reads {
+            if rows > self.changes_limit {
+                self.changes.relabelled.push(Relabelled {
+                    parent,
+                    first: Position::Int(first),
+                    last: Position::Int(last),
+                    rows,
+                });
+                continue;
+            }
+            let q = Read::Range(RangeRead {
+                parent,
+                above: Some(Position::Int(first.saturating_sub(1))),
+                below: Some(Position::Int(last.saturating_add(1))),
+                desc: false,
+                limit: None,
+                offset: 0,
+                exclude: None,
+            });
+            let stmt = sql::read(self.dialect, &self.spec, &q, false);
+            self.queue.push_back((stmt, Awaiting::Changed));
+        }
+        if let Some((parent, position)) = plan.insert.clone() {
+            match self.idempotency {
+                Some(id) => self.changes.record(Change {
+                    id,
+                    parent,
+                    position,
+                }),
+                None => {
+                    let stmt = sql::at(self.dialect, &self.spec, parent, &position);
+                    self.queue.push_back((stmt, Awaiting::Changed));
+                }
+            }
+        }
+    }
+
     fn outcome(&self) -> Outcome {
         let plan = self.plan.clone().unwrap_or_default();
         let version = match (self.spec.version, self.primary) {
@@ -511,6 +716,7 @@ impl Operation {
             relabelled: plan.relabelled,
             statements: self.statements,
             attempts: 1,
+            changes: self.changes.clone(),
         }
     }
 }

@@ -33,7 +33,11 @@ pub enum Error {
         parent: Id,
     },
     /// The requested neighbours are no longer adjacent (or no longer at the list's end).
-    #[error("neighbours {prev:?} and {next:?} are no longer adjacent: re-read the list")]
+    #[error(
+        "{} and {} are no longer next to each other: the list changed, re-read it",
+        End(*prev, "the start of the list"),
+        End(*next, "the end of the list")
+    )]
     StaleNeighbours {
         /// The requested predecessor (`None`: the start of the list).
         prev: Option<Id>,
@@ -150,15 +154,133 @@ pub enum Error {
         /// The collection the operation locked first.
         parent: Id,
     },
+    /// The request cannot be run this way (an insert passed where no row can be
+    /// inserted). Nothing was written.
+    #[error("invalid request: {0}")]
+    InvalidRequest(&'static str),
     /// The database returned something the protocol rules out (a duplicate position,
     /// a row of the wrong kind). Run `verify` and `heal`.
     #[error("inconsistent collection: {0}; run verify and heal")]
     Inconsistent(String),
 }
 
+/// A neighbour in a message: `item 4`, or the end of the list it stands for.
+struct End(Option<Id>, &'static str);
+
+impl std::fmt::Display for End {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(id) => write!(f, "item {id}"),
+            None => f.write_str(self.1),
+        }
+    }
+}
+
+/// What a refusal means for the client that sent the request, as a web handler maps it
+/// to a response ([`Status::http`] gives the usual HTTP status code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub enum Status {
+    /// The client's view is stale (the list changed since it read it): re-read the list,
+    /// then retry the gesture. HTTP 409.
+    Conflict,
+    /// The item or collection does not exist (any more). HTTP 404.
+    NotFound,
+    /// The request cannot be carried out as sent (an index past the end, an item placed
+    /// relative to itself, a malformed key). HTTP 422.
+    Unprocessable,
+    /// A transient failure: the same request may succeed later. HTTP 503.
+    RetryLater,
+    /// A fault of the server or its schema, not of the request. HTTP 500.
+    Internal,
+}
+
+impl Status {
+    /// The usual HTTP status code.
+    pub const fn http(self) -> u16 {
+        match self {
+            Status::Conflict => 409,
+            Status::NotFound => 404,
+            Status::Unprocessable => 422,
+            Status::RetryLater => 503,
+            Status::Internal => 500,
+        }
+    }
+}
+
 impl Error {
     /// Whether retrying the whole operation from the start may succeed.
     pub fn is_retryable(&self) -> bool {
         matches!(self, Error::ParentChanged { .. } | Error::CommitDropped)
+    }
+
+    /// A stable machine-readable code for the refusal, the same on every adapter and
+    /// engine: `not_found`, `parent_not_found`, `not_in_collection`,
+    /// `stale_neighbours`, `version_conflict`, `self_reference`, `exhausted`,
+    /// `index_out_of_range`, `reorder_mismatch`, `invalid_position`, `invalid_key`,
+    /// `parent_changed`, `already_applied`, `key_collation`,
+    /// `version_column_required`, `commit_dropped`, `partially_applied`,
+    /// `invalid_request`, `inconsistent`.
+    ///
+    /// ```
+    /// use ordered_core::{Error, error::Status};
+    ///
+    /// let e = Error::StaleNeighbours { prev: Some(4), next: None };
+    /// assert_eq!(e.code(), "stale_neighbours");
+    /// assert_eq!(e.status(), Status::Conflict);
+    /// assert_eq!(e.status().http(), 409);
+    /// assert_eq!(
+    ///     e.to_string(),
+    ///     "item 4 and the end of the list are no longer next to each other: the list changed, re-read it"
+    /// );
+    /// ```
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::NotFound { .. } => "not_found",
+            Error::ParentNotFound { .. } => "parent_not_found",
+            Error::NotInCollection { .. } => "not_in_collection",
+            Error::StaleNeighbours { .. } => "stale_neighbours",
+            Error::VersionConflict { .. } => "version_conflict",
+            Error::SelfReference { .. } => "self_reference",
+            Error::Exhausted => "exhausted",
+            Error::IndexOutOfRange { .. } => "index_out_of_range",
+            Error::ReorderMismatch { .. } => "reorder_mismatch",
+            Error::InvalidPosition { .. } => "invalid_position",
+            Error::InvalidKey(_) => "invalid_key",
+            Error::ParentChanged { .. } => "parent_changed",
+            Error::AlreadyApplied { .. } => "already_applied",
+            Error::KeyCollation { .. } => "key_collation",
+            Error::VersionColumnRequired { .. } => "version_column_required",
+            Error::CommitDropped => "commit_dropped",
+            Error::PartiallyApplied { .. } => "partially_applied",
+            Error::InvalidRequest(_) => "invalid_request",
+            Error::Inconsistent(_) => "inconsistent",
+        }
+    }
+
+    /// What the refusal means for the client ([`Status`]).
+    pub fn status(&self) -> Status {
+        match self {
+            Error::NotFound { .. } | Error::ParentNotFound { .. } => Status::NotFound,
+            // the client's list is stale; an idempotent insert that already happened is
+            // a conflict with the client's own earlier attempt
+            Error::NotInCollection { .. }
+            | Error::StaleNeighbours { .. }
+            | Error::VersionConflict { .. }
+            | Error::ReorderMismatch { .. }
+            | Error::AlreadyApplied { .. } => Status::Conflict,
+            Error::SelfReference { .. }
+            | Error::IndexOutOfRange { .. }
+            | Error::InvalidPosition { .. }
+            | Error::InvalidKey(_)
+            | Error::InvalidRequest(_) => Status::Unprocessable,
+            Error::ParentChanged { .. } | Error::CommitDropped => Status::RetryLater,
+            Error::Exhausted
+            | Error::KeyCollation { .. }
+            | Error::VersionColumnRequired { .. }
+            | Error::PartiallyApplied { .. }
+            | Error::Inconsistent(_) => Status::Internal,
+        }
     }
 }

@@ -35,12 +35,15 @@
 //!
 //! # Crate feature flags
 //! - `serde`: `Serialize`/`Deserialize` for positions, keys, plans and error data.
+//! - `metrics`: counters and histograms through the `metrics` facade ([`observe`]).
 
+pub mod changes;
 pub mod engine;
 pub mod error;
 pub mod key;
 pub mod migration;
 pub mod model;
+pub mod observe;
 pub mod plan;
 pub mod position;
 pub mod retry;
@@ -52,7 +55,8 @@ pub mod verify;
 /// Item and parent ids: integer keys (`BIGINT`, or `INTEGER` read as one).
 pub type Id = i64;
 
-pub use engine::{Action, Controls, FinalStatement, Operation, Outcome, Reply, Settings};
+pub use changes::{Change, Changes};
+pub use engine::{Action, Controls, FinalStatement, Listing, Operation, Outcome, Reply, Settings};
 pub use error::Error;
 pub use key::KeyError;
 pub use plan::{Placement, Plan, Request, Row, Write};

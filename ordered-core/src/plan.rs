@@ -105,6 +105,37 @@ pub enum Request {
     },
 }
 
+impl Request {
+    /// The operation's name, as logs and metrics report it: `insert`, `move`,
+    /// `move_to_parent`, `move_up`, `move_down`, `swap`, `remove`, `reorder`,
+    /// `rebalance`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Request::Insert { .. } => "insert",
+            Request::Move { .. } => "move",
+            Request::MoveToParent { .. } => "move_to_parent",
+            Request::MoveUp { .. } => "move_up",
+            Request::MoveDown { .. } => "move_down",
+            Request::Swap { .. } => "swap",
+            Request::Remove { .. } => "remove",
+            Request::Reorder { .. } => "reorder",
+            Request::Rebalance { .. } => "rebalance",
+        }
+    }
+
+    /// The collection the request names, if it names one (inserts, cross-collection
+    /// moves, reorders, rebalances); moves name their item instead.
+    pub fn scope(&self) -> Option<Id> {
+        match self {
+            Request::Insert { parent, .. }
+            | Request::MoveToParent { parent, .. }
+            | Request::Reorder { parent, .. }
+            | Request::Rebalance { parent } => Some(*parent),
+            _ => None,
+        }
+    }
+}
+
 /// A read the planner needs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

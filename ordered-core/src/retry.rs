@@ -1,5 +1,5 @@
 //! Retries: which engine errors mean "run the whole operation again", and how long to
-//! wait between attempts (RELIABILITY.md 3.3). Shared by the adapters, which see the
+//! wait between attempts. Shared by the adapters, which see the
 //! errors through different drivers.
 
 use std::hash::BuildHasher;
@@ -34,6 +34,32 @@ const RETRYABLE: &[&str] = &[
     "database is busy",
 ];
 
+/// The kind of a retryable failure, for logs and metrics: `deadlock`,
+/// `serialization`, `lock_timeout`, `busy` (SQLite), `cluster` (a Galera node not
+/// ready), `duplicate`, or `other`.
+pub fn reason(msg: &str) -> &'static str {
+    const KINDS: &[(&str, &str)] = &[
+        ("deadlock", "deadlock"),
+        ("Deadlock", "deadlock"),
+        ("serialize", "serialization"),
+        ("Record has changed", "serialization"),
+        ("lock timeout", "lock_timeout"),
+        ("Lock wait timeout", "lock_timeout"),
+        ("could not obtain lock", "lock_timeout"),
+        ("WSREP", "cluster"),
+        ("database is locked", "busy"),
+        ("database table is locked", "busy"),
+        ("database is busy", "busy"),
+    ];
+    if let Some((_, kind)) = KINDS.iter().find(|(m, _)| msg.contains(m)) {
+        kind
+    } else if DUPLICATE.iter().any(|m| msg.contains(m)) {
+        "duplicate"
+    } else {
+        "other"
+    }
+}
+
 /// Message fragments of a duplicate key.
 const DUPLICATE: &[&str] = &[
     "duplicate key value violates unique constraint", // PostgreSQL 23505
@@ -56,7 +82,7 @@ pub fn classify_message(msg: &str) -> Class {
 /// Narrows a duplicate to the table's own position key: [`Class::RetryOnce`] stays only
 /// when the message names the `(parent, position)` constraint (PostgreSQL, MySQL) or
 /// column (SQLite). A duplicate on any other key comes from the caller's row and is
-/// never retried (RELIABILITY.md 3.3).
+/// never retried.
 pub fn refine(spec: &crate::Spec, msg: &str, class: Class) -> Class {
     if class != Class::RetryOnce {
         return class;

@@ -48,6 +48,82 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// A table `table` ordered per `parent` (the scope column), locked on the row of
+    /// `parent_table` with that key, with the defaults the derives use: key columns
+    /// `id`, position column `position`, no version column, the default unique
+    /// constraint name, [`Gapped`](crate::Gapped) positions and the window policy. The
+    /// `with_*` methods change one choice each; everything is `const`, so a migration
+    /// crate that cannot see the entity writes the same description in one expression.
+    ///
+    /// ```
+    /// use ordered_core::{Fractional, Spec};
+    ///
+    /// const CARDS: Spec = Spec::new("cards", "column_id", "columns")
+    ///     .with_version("version")
+    ///     .with_strategy(&Fractional::DEFAULT);
+    /// assert_eq!((CARDS.position, CARDS.version), ("position", Some("version")));
+    /// ```
+    pub const fn new(
+        table: &'static str,
+        parent: &'static str,
+        parent_table: &'static str,
+    ) -> Spec {
+        Spec {
+            table,
+            id: "id",
+            parent,
+            position: "position",
+            parent_table,
+            parent_id: "id",
+            version: None,
+            unique: None,
+            strategy: &crate::Gapped::DEFAULT,
+            policy: RebalancePolicy::Window,
+        }
+    }
+
+    /// The items' key column.
+    pub const fn with_id(mut self, column: &'static str) -> Spec {
+        self.id = column;
+        self
+    }
+
+    /// The position column.
+    pub const fn with_position(mut self, column: &'static str) -> Spec {
+        self.position = column;
+        self
+    }
+
+    /// The parent table's key column.
+    pub const fn with_parent_id(mut self, column: &'static str) -> Spec {
+        self.parent_id = column;
+        self
+    }
+
+    /// The parent table's `BIGINT` version column.
+    pub const fn with_version(mut self, column: &'static str) -> Spec {
+        self.version = Some(column);
+        self
+    }
+
+    /// The name of the `UNIQUE (parent, position)` constraint.
+    pub const fn with_unique(mut self, name: &'static str) -> Spec {
+        self.unique = Some(name);
+        self
+    }
+
+    /// The position strategy.
+    pub const fn with_strategy(mut self, strategy: &'static dyn PositionStrategy) -> Spec {
+        self.strategy = strategy;
+        self
+    }
+
+    /// The rebalance policy.
+    pub const fn with_policy(mut self, policy: RebalancePolicy) -> Spec {
+        self.policy = policy;
+        self
+    }
+
     /// The name of the unique constraint (or index) on `(parent, position)`.
     pub fn unique_name(&self) -> String {
         match self.unique {

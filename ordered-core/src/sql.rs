@@ -66,6 +66,10 @@ pub enum Returns {
     Parent,
     /// One row `o_count BIGINT`.
     Count,
+    /// A versioned list ([`list_versioned`]): rows `o_version BIGINT, o_id BIGINT NULL,
+    /// o_parent BIGINT NULL, o_pos NULL` (BIGINT or TEXT by [`PositionKind`]); one row
+    /// with null item columns for an empty collection, none for a missing parent.
+    Listed,
 }
 
 /// One statement with its binds.
@@ -185,7 +189,7 @@ fn item_columns(b: &mut B, spec: &Spec) {
 ///
 /// - PostgreSQL: one `UPDATE ... RETURNING`: the update takes the row lock and creates a
 ///   new row version, so a REPEATABLE READ or SERIALIZABLE transaction that waited gets
-///   `40001` instead of reading a stale snapshot (RELIABILITY.md finding 1). Without a
+///   `40001` instead of reading a stale snapshot. Without a
 ///   version column the key is set to itself, which has the same effect.
 /// - MySQL: a locking read (`FOR UPDATE` reads the latest committed row), then the bump.
 /// - SQLite: the transaction is `BEGIN IMMEDIATE`; a read, then the bump.
@@ -271,7 +275,8 @@ pub fn lock_parent(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Vec<State
 
 /// The statement for a planner read. `locking` adds `FOR UPDATE` on MySQL, where a
 /// plain read inside REPEATABLE READ can see a snapshot older than the parent lock
-/// (RELIABILITY.md finding 2); PostgreSQL and SQLite read fresh rows after the lock.
+/// (when the caller's transaction read before calling the library); PostgreSQL and SQLite
+/// read fresh rows after the lock.
 pub fn read(d: Dialect, spec: &Spec, r: &Read, locking: bool) -> Statement {
     let mut b = B::new(d);
     b.s("SELECT ");
@@ -366,6 +371,76 @@ pub fn probe_key_order(d: Dialect, spec: &Spec, probes: &[&str]) -> Statement {
         b.s(" UNION SELECT ").bind(Arg::Text((*p).to_owned()));
     }
     b.s(") o_probe ORDER BY o_p");
+    b.done(Returns::Rows)
+}
+
+/// Every item of `parent`, `ORDER BY position, id`, with the parent's version, in one
+/// statement, so one snapshot on every engine (a PostgreSQL statement, an InnoDB read
+/// view, an SQLite read): the version is the one the list belongs to, and a client
+/// sends it back as the expected version of its next write. The parent's row is
+/// `LEFT JOIN`ed to its items, so an empty collection still has its version (one row
+/// with null item columns) and a missing parent returns no row.
+pub fn list_versioned(d: Dialect, spec: &Spec, parent: Id) -> Statement {
+    let mut b = B::new(d);
+    let col = |b: &mut B, alias: &str, ident: &str| {
+        b.s(alias).s(".").id(ident);
+    };
+    b.s("SELECT ");
+    b.cast_int(|b| match spec.version {
+        Some(v) => col(b, "o_p", v),
+        None => {
+            b.s("0");
+        }
+    })
+    .s(" AS o_version, ")
+    .cast_int(|b| col(b, "o_i", spec.id))
+    .s(" AS o_id, ")
+    .cast_int(|b| col(b, "o_i", spec.parent))
+    .s(" AS o_parent, ");
+    if is_key(spec) {
+        if d == Dialect::Mysql {
+            b.s("CAST(");
+            col(&mut b, "o_i", spec.position);
+            b.s(" AS CHAR)");
+        } else {
+            col(&mut b, "o_i", spec.position);
+        }
+    } else {
+        b.cast_int(|b| col(b, "o_i", spec.position));
+    }
+    b.s(" AS o_pos FROM ")
+        .id(spec.parent_table)
+        .s(" o_p LEFT JOIN ")
+        .id(spec.table)
+        .s(" o_i ON ");
+    col(&mut b, "o_i", spec.parent);
+    b.s(" = ");
+    col(&mut b, "o_p", spec.parent_id);
+    b.s(" WHERE ");
+    col(&mut b, "o_p", spec.parent_id);
+    b.s(" = ").i(parent).s(" ORDER BY ");
+    col(&mut b, "o_i", spec.position);
+    b.s(", ");
+    col(&mut b, "o_i", spec.id);
+    b.done(Returns::Listed)
+}
+
+/// The item of `parent` at `position` (zero or one row: `(parent, position)` is
+/// unique): how an operation learns the id of a row the caller inserted.
+pub fn at(d: Dialect, spec: &Spec, parent: Id, position: &Position) -> Statement {
+    let mut b = B::new(d);
+    b.s("SELECT ");
+    item_columns(&mut b, spec);
+    b.s(" FROM ")
+        .id(spec.table)
+        .s(" WHERE ")
+        .id(spec.parent)
+        .s(" = ")
+        .i(parent)
+        .s(" AND ")
+        .id(spec.position)
+        .s(" = ")
+        .bind(position.into());
     b.done(Returns::Rows)
 }
 

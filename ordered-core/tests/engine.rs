@@ -219,7 +219,18 @@ fn galera_insert(replicated: i64) -> (Vec<Statement>, Result<Action, Error>) {
         Ok(Action::Insert { .. }) => {}
         other => panic!("expected the caller's insert, got {other:?}"),
     }
-    let check = execute(op.next(Reply::Inserted));
+    // the inserted row's id, for the changes
+    let found = execute(op.next(Reply::Inserted));
+    assert_eq!(
+        found,
+        sql::at(Dialect::Mysql, &SPEC, 1, &Position::Int(1024))
+    );
+    let row = Row {
+        id: 42,
+        parent: 1,
+        position: Position::Int(1024),
+    };
+    let check = execute(op.next(Reply::Rows(vec![row])));
     seen.push(check);
     (seen, op.next(Reply::Count(replicated)))
 }
@@ -230,7 +241,16 @@ fn galera_brackets_the_transaction_with_the_replication_check() {
     assert_eq!(seen[0], sql::galera::mark());
     assert!(seen[1].sql.contains("FOR UPDATE"));
     assert_eq!(seen.last(), Some(&sql::galera::unchanged()));
-    assert!(matches!(done, Ok(Action::Done(_))), "{done:?}");
+    let Ok(Action::Done(outcome)) = done else {
+        panic!("expected the end, got {done:?}");
+    };
+    let ids: Vec<_> = outcome
+        .changes
+        .rows
+        .iter()
+        .map(|c| (c.id, c.parent))
+        .collect();
+    assert_eq!(ids, [(42, 1)]);
 
     // a GTID written since the mark: statements ran outside the transaction
     let (_, partial) = galera_insert(0);

@@ -53,9 +53,10 @@ use std::pin::Pin;
 use diesel::result::{Error as DieselError, QueryResult};
 use ordered_core::retry::Attempts;
 use ordered_core::{
-    Action, Controls, Dialect, FinalStatement, Id, Ordered, Outcome, Placement, Reply, Report,
-    Request, RetryPolicy, Row, Settings, Spec, Statement, sql,
+    Action, Changes, Controls, Dialect, FinalStatement, Id, Listing, Ordered, Outcome, Placement,
+    Reply, Report, Request, RetryPolicy, Row, Settings, Spec, Statement, observe, sql,
 };
+use tracing::Instrument;
 
 use crate::error::{Error, Result};
 use crate::ops::{
@@ -66,6 +67,12 @@ use crate::ops::{
 /// What an insert closure returns: a boxed future of the caller's own insert, which
 /// borrows the connection (`|conn, slot| Box::pin(async move { ... })`).
 pub type InsertFuture<'a, T> = Pin<Box<dyn Future<Output = QueryResult<T>> + Send + 'a>>;
+
+/// The future a `before_commit` hook returns ([`Ordering::apply`]).
+pub type HookFuture<'a> = Pin<Box<dyn Future<Output = QueryResult<()>> + Send + 'a>>;
+
+/// What [`Ordering::write`] passes for "no hook".
+type NoHook<C> = for<'a> fn(&'a mut C, &'a Changes) -> HookFuture<'a>;
 
 mod sealed {
     pub trait Sealed {}
@@ -172,6 +179,8 @@ macro_rules! async_server_connection {
                     Returns::Count => {
                         Reply::Count(rows::count(&q.load::<rows::CountRow>(self).await?))
                     }
+                    Returns::Listed if key => rows::listed_key(q.load(self).await?),
+                    Returns::Listed => rows::listed_int(q.load(self).await?),
                 })
             }
         }
@@ -264,18 +273,48 @@ impl From<crate::Ordering> for Ordering {
 impl Ordering {
     crate::ops::settings_builders!();
 
-    /// Runs `req` as one transaction, with retries when the library owns it.
-    async fn execute<C, T, F>(
+    /// Runs `req` as one transaction, with retries when the library owns it, in the
+    /// operation's span.
+    async fn execute<C, T, F, H>(
         &self,
         conn: &mut C,
         req: Request,
-        mut insert: Option<F>,
+        insert: Option<F>,
+        hook: Option<H>,
     ) -> Result<(Outcome, Option<T>)>
     where
         C: AsyncOrderedConnection,
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
         T: Send,
     {
+        let span = observe::span(&self.s.spec, &req);
+        let result = self
+            .attempts(conn, &req, insert, hook)
+            .instrument(span.clone())
+            .await;
+        let reported = match &result {
+            Ok((o, _)) => Ok(o),
+            Err(e) => Err(e.code()),
+        };
+        observe::finished(&span, &self.s.spec, &req, reported);
+        result
+    }
+
+    async fn attempts<C, T, F, H>(
+        &self,
+        conn: &mut C,
+        req: &Request,
+        mut insert: Option<F>,
+        mut hook: Option<H>,
+    ) -> Result<(Outcome, Option<T>)>
+    where
+        C: AsyncOrderedConnection,
+        F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
+        T: Send,
+    {
+        let req = req.clone();
         let mut attempts = Attempts::new(self.s.retry);
         loop {
             let attempt = attempts.begin();
@@ -292,38 +331,45 @@ impl Ordering {
                     attempts.use_policy(self.s.retry_on(galera));
                     match conn.begin_own().await {
                         Ok(()) => {
-                            self.own_transaction(conn, &req, insert.as_mut(), galera)
+                            self.own_transaction(conn, &req, insert.as_mut(), hook.as_mut(), galera)
                                 .await
                         }
                         Err(DieselError::AlreadyInTransaction) => {
                             // inside the caller's transaction: a savepoint, no retries
-                            return self.savepoint(conn, &req, insert.as_mut(), galera).await;
+                            return self
+                                .savepoint(conn, &req, insert.as_mut(), hook.as_mut(), galera)
+                                .await;
                         }
                         Err(e) => Err(Error::from(e)),
                     }
                 }
             };
-            match settle(&self.s.spec, &mut attempts, attempt, result)? {
+            match settle(&self.s.spec, &req, &mut attempts, attempt, result)? {
                 Settled::Done(v) => return Ok(v),
                 Settled::Retry(pause) => tokio::time::sleep(pause).await,
             }
         }
     }
 
-    async fn own_transaction<C, T, F>(
+    async fn own_transaction<C, T, F, H>(
         &self,
         conn: &mut C,
         req: &Request,
         insert: Option<&mut F>,
+        hook: Option<&mut H>,
         galera: bool,
     ) -> Result<(Outcome, Option<T>)>
     where
         C: AsyncOrderedConnection,
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
         T: Send,
     {
         let mut locked = None;
-        let e = match self.drive(conn, req, insert, galera, &mut locked).await {
+        let e = match self
+            .drive(conn, req, insert, hook, galera, &mut locked)
+            .await
+        {
             Ok(v) => {
                 return match conn.commit().await {
                     // a cluster that aborted the transaction may still answer COMMIT with
@@ -347,20 +393,22 @@ impl Ordering {
         Err(after_rollback(e, rolled_back))
     }
 
-    async fn savepoint<C, T, F>(
+    async fn savepoint<C, T, F, H>(
         &self,
         conn: &mut C,
         req: &Request,
         insert: Option<&mut F>,
+        hook: Option<&mut H>,
         galera: bool,
     ) -> Result<(Outcome, Option<T>)>
     where
         C: AsyncOrderedConnection,
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
         T: Send,
     {
         conn.begin_savepoint().await?;
-        match self.drive(conn, req, insert, galera, &mut None).await {
+        match self.drive(conn, req, insert, hook, galera, &mut None).await {
             Ok(v) => {
                 conn.commit().await?;
                 Ok(v)
@@ -375,23 +423,29 @@ impl Ordering {
     }
 
     /// One attempt: feeds the state machine until it is done.
-    async fn drive<C, T, F>(
+    #[allow(clippy::too_many_arguments)]
+    async fn drive<C, T, F, H>(
         &self,
         conn: &mut C,
         req: &Request,
         mut insert: Option<&mut F>,
+        mut hook: Option<&mut H>,
         galera: bool,
         locked: &mut Option<Id>,
     ) -> Result<(Outcome, Option<T>)>
     where
         C: AsyncOrderedConnection,
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
         T: Send,
     {
         let key = self.s.is_key();
         let mut op = self.s.operation(C::DIALECT, req);
         if galera {
             op = op.on_galera();
+        }
+        if hook.is_some() {
+            op = op.with_hook();
         }
         let mut reply = Reply::None;
         let mut value = None;
@@ -409,6 +463,12 @@ impl Ordering {
                     value = Some(f(conn, Slot { parent, position }).await?);
                     reply = Reply::Inserted;
                 }
+                Action::BeforeCommit(changes) => {
+                    if let Some(h) = hook.as_mut() {
+                        h(conn, &changes).await?;
+                    }
+                    reply = Reply::None;
+                }
                 Action::Done(outcome) => return Ok((outcome, value)),
             }
         }
@@ -420,9 +480,57 @@ impl Ordering {
         req: Request,
     ) -> Result<Outcome> {
         type NoInsert<C> = for<'a> fn(&'a mut C, Slot) -> InsertFuture<'a, ()>;
-        self.execute::<C, (), NoInsert<C>>(conn, req, None)
+        self.execute::<C, (), NoInsert<C>, NoHook<C>>(conn, req, None, None)
             .await
             .map(|(o, _)| o)
+    }
+
+    /// [`crate::Ordering::apply`]: any request but an insert, with a `before_commit`
+    /// hook that runs your statements in the library's transaction, after every write
+    /// and before `COMMIT`, with the [`Changes`] in hand (retried with the operation,
+    /// rolled back with it).
+    pub async fn apply<C, H>(&self, conn: &mut C, req: Request, before_commit: H) -> Result<Outcome>
+    where
+        C: AsyncOrderedConnection,
+        H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
+    {
+        if matches!(req, Request::Insert { .. }) {
+            return Err(Error::Ordering(ordered_core::Error::InvalidRequest(
+                "an insert needs the row to insert: call insert_with",
+            )));
+        }
+        type NoInsert<C> = for<'a> fn(&'a mut C, Slot) -> InsertFuture<'a, ()>;
+        self.execute::<C, (), NoInsert<C>, H>(conn, req, None, Some(before_commit))
+            .await
+            .map(|(o, _)| o)
+    }
+
+    /// [`crate::Ordering::insert_with`]: an insert with a `before_commit` hook.
+    pub async fn insert_with<C, T, F, H>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        at: Placement,
+        insert: F,
+        before_commit: H,
+    ) -> Result<Inserted<T>>
+    where
+        C: AsyncOrderedConnection,
+        F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
+        H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
+        T: Send,
+    {
+        let (outcome, value) = self
+            .execute(
+                conn,
+                Request::Insert { parent, at },
+                Some(insert),
+                Some(before_commit),
+            )
+            .await?;
+        let value = value
+            .ok_or_else(|| ordered_core::Error::Inconsistent("the insert did not run".into()))?;
+        Ok(Inserted { value, outcome })
     }
 
     /// Inserts a row at any [`Placement`] of `parent`'s list: `insert` runs your own
@@ -441,7 +549,7 @@ impl Ordering {
         T: Send,
     {
         let (outcome, value) = self
-            .execute(conn, Request::Insert { parent, at }, Some(insert))
+            .execute::<C, T, F, NoHook<C>>(conn, Request::Insert { parent, at }, Some(insert), None)
             .await?;
         let value = value
             .ok_or_else(|| ordered_core::Error::Inconsistent("the insert did not run".into()))?;
@@ -706,6 +814,18 @@ impl Ordering {
             Reply::Rows(rows) => Ok(rows),
             other => Err(unexpected(&other)),
         }
+    }
+
+    /// [`crate::Ordering::list_versioned`]: the items with the version of the same
+    /// snapshot.
+    pub async fn list_versioned<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+    ) -> Result<Listing> {
+        let stmt = sql::list_versioned(C::DIALECT, &self.s.spec, parent);
+        let reply = read(conn, &stmt, self.s.is_key()).await?;
+        Ok(Listing::from_reply(&self.s.spec, parent, reply)?)
     }
 
     /// [`crate::Ordering::index_of`].

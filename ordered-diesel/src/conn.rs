@@ -44,8 +44,8 @@ pub(crate) mod rows {
     use diesel::backend::Backend;
     use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
     use diesel::serialize::ToSql;
-    use diesel::sql_types::{BigInt, HasSqlType, Text};
-    use ordered_core::{Arg, Position, Row, Statement};
+    use diesel::sql_types::{BigInt, HasSqlType, Nullable, Text};
+    use ordered_core::{Arg, Position, Reply, Row, Statement};
 
     #[derive(diesel::QueryableByName)]
     pub(crate) struct IntRow {
@@ -73,6 +73,70 @@ pub(crate) mod rows {
         o_id: i64,
         #[diesel(sql_type = BigInt)]
         o_version: i64,
+    }
+
+    #[derive(diesel::QueryableByName)]
+    pub(crate) struct ListedIntRow {
+        #[diesel(sql_type = BigInt)]
+        o_version: i64,
+        #[diesel(sql_type = Nullable<BigInt>)]
+        o_id: Option<i64>,
+        #[diesel(sql_type = Nullable<BigInt>)]
+        o_parent: Option<i64>,
+        #[diesel(sql_type = Nullable<BigInt>)]
+        o_pos: Option<i64>,
+    }
+
+    #[derive(diesel::QueryableByName)]
+    pub(crate) struct ListedKeyRow {
+        #[diesel(sql_type = BigInt)]
+        o_version: i64,
+        #[diesel(sql_type = Nullable<BigInt>)]
+        o_id: Option<i64>,
+        #[diesel(sql_type = Nullable<BigInt>)]
+        o_parent: Option<i64>,
+        #[diesel(sql_type = Nullable<Text>)]
+        o_pos: Option<String>,
+    }
+
+    /// The reply to a [`ordered_core::Returns::Listed`] statement.
+    pub(crate) fn listed_int(rows: Vec<ListedIntRow>) -> Reply {
+        listed(rows.into_iter().map(|r| {
+            let row = match (r.o_id, r.o_parent, r.o_pos) {
+                (Some(id), Some(parent), Some(p)) => Some(Row {
+                    id,
+                    parent,
+                    position: Position::Int(p),
+                }),
+                _ => None,
+            };
+            (r.o_version, row)
+        }))
+    }
+
+    /// The reply to a [`ordered_core::Returns::Listed`] statement on a key table.
+    pub(crate) fn listed_key(rows: Vec<ListedKeyRow>) -> Reply {
+        listed(rows.into_iter().map(|r| {
+            let row = match (r.o_id, r.o_parent, r.o_pos) {
+                (Some(id), Some(parent), Some(p)) => Some(Row {
+                    id,
+                    parent,
+                    position: Position::Key(p),
+                }),
+                _ => None,
+            };
+            (r.o_version, row)
+        }))
+    }
+
+    fn listed(rows: impl Iterator<Item = (i64, Option<Row>)>) -> Reply {
+        let mut version = None;
+        let mut out = Vec::new();
+        for (v, row) in rows {
+            version = Some(v);
+            out.extend(row);
+        }
+        Reply::Listed { version, rows: out }
     }
 
     #[derive(diesel::QueryableByName)]
@@ -165,6 +229,8 @@ macro_rules! ordered_connection {
                             .collect(),
                     ),
                     Returns::Count => Reply::Count(rows::count(&q.load::<rows::CountRow>(self)?)),
+                    Returns::Listed if key => rows::listed_key(q.load(self)?),
+                    Returns::Listed => rows::listed_int(q.load(self)?),
                 })
             }
         }

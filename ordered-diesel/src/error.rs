@@ -1,6 +1,7 @@
 //! The adapter's error type.
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
+pub use ordered_core::error::Status;
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -43,7 +44,7 @@ pub enum Error {
 
 pub(crate) use ordered_core::retry::Class;
 
-/// Classifies a Diesel error (RELIABILITY.md 3.3): Diesel's own kinds first, then the
+/// Classifies a Diesel error: Diesel's own kinds first, then the
 /// engine's message, which is all Diesel exposes for deadlocks and `SQLITE_BUSY`.
 pub(crate) fn classify(e: &DieselError) -> Class {
     match e {
@@ -77,6 +78,42 @@ impl Error {
         match self {
             Error::Ordering(e) => Some(e),
             _ => None,
+        }
+    }
+
+    /// A stable machine-readable code: the refusal's
+    /// [`code`](ordered_core::Error::code) (`stale_neighbours`, `version_conflict`,
+    /// `not_found`, ...), or for a database failure `database_busy` (retryable),
+    /// `database_error`, `retries_exhausted`, `commit_unknown`, `connection_lost`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Ordering(e) => e.code(),
+            Error::Database(_) if self.is_retryable() => "database_busy",
+            Error::Database(_) => "database_error",
+            Error::RetriesExhausted { .. } => "retries_exhausted",
+            Error::CommitUnknown(_) => "commit_unknown",
+            Error::ConnectionLost(_) => "connection_lost",
+        }
+    }
+
+    /// What the failure means for the client ([`Status::http`] maps it to HTTP):
+    /// a refusal's own status; `RetryLater` for a busy database, exhausted retries and
+    /// a lost connection; `Conflict` for an unknown commit outcome (the client re-reads
+    /// the list before repeating the gesture); `Internal` for any other database error.
+    ///
+    /// ```
+    /// use ordered_diesel::{Error, OrderingError, Status};
+    ///
+    /// let e = Error::from(OrderingError::VersionConflict { parent: 1, expected: 3, actual: 4 });
+    /// assert_eq!((e.code(), e.status().http()), ("version_conflict", 409));
+    /// ```
+    pub fn status(&self) -> Status {
+        match self {
+            Error::Ordering(e) => e.status(),
+            Error::Database(_) if self.is_retryable() => Status::RetryLater,
+            Error::Database(_) => Status::Internal,
+            Error::RetriesExhausted { .. } | Error::ConnectionLost(_) => Status::RetryLater,
+            Error::CommitUnknown(_) => Status::Conflict,
         }
     }
 }

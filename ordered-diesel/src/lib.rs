@@ -103,20 +103,21 @@ pub mod migrations;
 mod ops;
 
 pub use conn::OrderedConnection;
-pub use error::{Error, Result};
+pub use error::{Error, Result, Status};
 pub use ops::{Inserted, OrderedDsl, Ordering, Slot};
 /// Derives [`Ordered`] for a Diesel model; see the crate docs for its attributes.
 pub use ordered_diesel_derive::Ordered;
 
 /// The ordering refusals ([`Error::Ordering`]).
 pub use ordered_core::Error as OrderingError;
+pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
 pub use ordered_core::key;
 /// The statements the library runs, per engine (for inspection and logging).
 pub use ordered_core::sql;
 pub use ordered_core::{
-    Dense, Dialect, Fractional, Gapped, Id, MAX_POSITION, MIN_POSITION, Ordered, Outcome,
-    Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report, RetryPolicy, Row,
-    Spec,
+    Dense, Dialect, Fractional, Gapped, Id, Listing, MAX_POSITION, MIN_POSITION, Ordered, Outcome,
+    Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report, Request,
+    RetryPolicy, Row, Spec,
 };
 
 #[doc(hidden)]

@@ -4,8 +4,8 @@
 use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::result::{DatabaseErrorKind, Error as DieselError, QueryResult};
 use ordered_core::{
-    Action, Controls, FinalStatement, Id, Ordered, Outcome, Placement, Position, Reply, Report,
-    Request, RetryPolicy, Row, Settings, Spec, sql,
+    Action, Changes, Controls, FinalStatement, Id, Listing, Ordered, Outcome, Placement, Position,
+    Reply, Report, Request, RetryPolicy, Row, Settings, Spec, observe, sql,
 };
 
 use crate::conn::OrderedConnection;
@@ -86,6 +86,15 @@ macro_rules! settings_builders {
             self
         }
 
+        /// Relabels of more than `rows` rows are summarised in the outcome's
+        /// [`Changes::relabelled`](ordered_core::Changes::relabelled) instead of listed
+        /// row by row (1000 by default), which bounds the memory a whole-collection
+        /// relabel takes.
+        pub fn changes_limit(mut self, rows: u64) -> Self {
+            self.s.changes_limit = rows;
+            self
+        }
+
         /// The table description.
         pub fn spec(&self) -> &Spec {
             &self.s.spec
@@ -119,20 +128,48 @@ macro_rules! settings_builders {
 }
 pub(crate) use settings_builders;
 
+/// The caller's insert of a new row.
+type InsertFn<'a, C, T> = dyn FnMut(&mut C, Slot) -> QueryResult<T> + 'a;
+/// The caller's statements run before `COMMIT`.
+type HookFn<'a, C> = dyn FnMut(&mut C, &Changes) -> QueryResult<()> + 'a;
+
 impl Ordering {
     settings_builders!();
 
-    /// Runs `req` as one transaction, with retries when the library owns it.
-    #[allow(clippy::type_complexity)]
+    /// Runs `req` as one transaction, with retries when the library owns it, in the
+    /// operation's span.
     fn execute<C, T>(
         &self,
         conn: &mut C,
         req: Request,
-        mut insert: Option<&mut dyn FnMut(&mut C, Slot) -> QueryResult<T>>,
+        insert: Option<&mut InsertFn<'_, C, T>>,
+        hook: Option<&mut HookFn<'_, C>>,
     ) -> Result<(Outcome, Option<T>)>
     where
         C: OrderedConnection,
     {
+        let span = observe::span(&self.s.spec, &req);
+        let _entered = span.enter();
+        let result = self.attempts(conn, &req, insert, hook);
+        let reported = match &result {
+            Ok((o, _)) => Ok(o),
+            Err(e) => Err(e.code()),
+        };
+        observe::finished(&span, &self.s.spec, &req, reported);
+        result
+    }
+
+    fn attempts<C, T>(
+        &self,
+        conn: &mut C,
+        req: &Request,
+        mut insert: Option<&mut InsertFn<'_, C, T>>,
+        mut hook: Option<&mut HookFn<'_, C>>,
+    ) -> Result<(Outcome, Option<T>)>
+    where
+        C: OrderedConnection,
+    {
+        let req = req.clone();
         let mut attempts = ordered_core::retry::Attempts::new(self.s.retry);
         loop {
             let attempt = attempts.begin();
@@ -148,16 +185,28 @@ impl Ordering {
                 Ok(galera) => {
                     attempts.use_policy(self.s.retry_on(galera));
                     match AnsiTransactionManager::begin_transaction_sql(conn, C::BEGIN) {
-                        Ok(()) => self.own_transaction(conn, &req, insert.as_deref_mut(), galera),
+                        Ok(()) => self.own_transaction(
+                            conn,
+                            &req,
+                            insert.as_deref_mut(),
+                            hook.as_deref_mut(),
+                            galera,
+                        ),
                         Err(DieselError::AlreadyInTransaction) => {
                             // inside the caller's transaction: a savepoint, no retries
-                            return self.savepoint(conn, &req, insert.as_deref_mut(), galera);
+                            return self.savepoint(
+                                conn,
+                                &req,
+                                insert.as_deref_mut(),
+                                hook.as_deref_mut(),
+                                galera,
+                            );
                         }
                         Err(e) => Err(Error::from(e)),
                     }
                 }
             };
-            match settle(&self.s.spec, &mut attempts, attempt, result)? {
+            match settle(&self.s.spec, &req, &mut attempts, attempt, result)? {
                 Settled::Done(v) => return Ok(v),
                 Settled::Retry(pause) => std::thread::sleep(pause),
             }
@@ -166,19 +215,19 @@ impl Ordering {
 
     /// One attempt in the library's own transaction, which `BEGIN` has opened: the
     /// operation, then `COMMIT`, or `ROLLBACK` after a failure.
-    #[allow(clippy::type_complexity)]
     fn own_transaction<C, T>(
         &self,
         conn: &mut C,
         req: &Request,
-        insert: Option<&mut (dyn FnMut(&mut C, Slot) -> QueryResult<T> + '_)>,
+        insert: Option<&mut InsertFn<'_, C, T>>,
+        hook: Option<&mut HookFn<'_, C>>,
         galera: bool,
     ) -> Result<(Outcome, Option<T>)>
     where
         C: OrderedConnection,
     {
         let mut locked = None;
-        let e = match self.drive(conn, req, insert, galera, &mut locked) {
+        let e = match self.drive(conn, req, insert, hook, galera, &mut locked) {
             Ok(v) => {
                 return match AnsiTransactionManager::commit_transaction(conn) {
                     // a cluster that aborted the transaction may still answer COMMIT with
@@ -206,19 +255,19 @@ impl Ordering {
     }
 
     /// The operation inside the caller's transaction: a savepoint, and no retries.
-    #[allow(clippy::type_complexity)]
     fn savepoint<C, T>(
         &self,
         conn: &mut C,
         req: &Request,
-        insert: Option<&mut (dyn FnMut(&mut C, Slot) -> QueryResult<T> + '_)>,
+        insert: Option<&mut InsertFn<'_, C, T>>,
+        hook: Option<&mut HookFn<'_, C>>,
         galera: bool,
     ) -> Result<(Outcome, Option<T>)>
     where
         C: OrderedConnection,
     {
         AnsiTransactionManager::begin_transaction(conn)?;
-        match self.drive(conn, req, insert, galera, &mut None) {
+        match self.drive(conn, req, insert, hook, galera, &mut None) {
             Ok(v) => {
                 AnsiTransactionManager::commit_transaction(conn)?;
                 Ok(v)
@@ -236,12 +285,12 @@ impl Ordering {
     }
 
     /// One attempt: feeds the state machine until it is done.
-    #[allow(clippy::type_complexity)]
     fn drive<C, T>(
         &self,
         conn: &mut C,
         req: &Request,
-        mut insert: Option<&mut (dyn FnMut(&mut C, Slot) -> QueryResult<T> + '_)>,
+        mut insert: Option<&mut InsertFn<'_, C, T>>,
+        mut hook: Option<&mut HookFn<'_, C>>,
         galera: bool,
         locked: &mut Option<Id>,
     ) -> Result<(Outcome, Option<T>)>
@@ -252,6 +301,9 @@ impl Ordering {
         let mut op = self.s.operation(C::DIALECT, req);
         if galera {
             op = op.on_galera();
+        }
+        if hook.is_some() {
+            op = op.with_hook();
         }
         let mut reply = Reply::None;
         let mut value = None;
@@ -268,6 +320,12 @@ impl Ordering {
                     })?;
                     value = Some(f(conn, Slot { parent, position })?);
                     reply = Reply::Inserted;
+                }
+                Action::BeforeCommit(changes) => {
+                    if let Some(h) = hook.as_mut() {
+                        h(conn, &changes)?;
+                    }
+                    reply = Reply::None;
                 }
                 Action::Done(outcome) => return Ok((outcome, value)),
             }
@@ -287,14 +345,89 @@ impl Ordering {
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
     {
-        let (outcome, value) = self.execute(conn, Request::Insert { parent, at }, Some(&mut f))?;
+        let (outcome, value) =
+            self.execute(conn, Request::Insert { parent, at }, Some(&mut f), None)?;
         let value = value
             .ok_or_else(|| ordered_core::Error::Inconsistent("the insert did not run".into()))?;
         Ok(Inserted { value, outcome })
     }
 
+    /// [`Ordering::insert`] with a hook: `before_commit` runs your own statements (an
+    /// outbox row, an audit entry, `updated_at`) inside the library's transaction, after
+    /// the insert and every relabel and before `COMMIT`, with the
+    /// [`Changes`] in hand. It runs again if the operation is retried, and an error
+    /// from it rolls everything back. The library keeps its own transaction, so its
+    /// retries stay on.
+    pub fn insert_with<C, T, F, H>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+        at: Placement,
+        mut insert: F,
+        mut before_commit: H,
+    ) -> Result<Inserted<T>>
+    where
+        C: OrderedConnection,
+        F: FnMut(&mut C, Slot) -> QueryResult<T>,
+        H: FnMut(&mut C, &Changes) -> QueryResult<()>,
+    {
+        let (outcome, value) = self.execute(
+            conn,
+            Request::Insert { parent, at },
+            Some(&mut insert),
+            Some(&mut before_commit),
+        )?;
+        let value = value
+            .ok_or_else(|| ordered_core::Error::Inconsistent("the insert did not run".into()))?;
+        Ok(Inserted { value, outcome })
+    }
+
+    /// Runs any request but an insert ([`Ordering::insert_with`]) with a hook:
+    /// `before_commit` runs your own statements inside the library's transaction, after
+    /// every write and before `COMMIT`, with the [`Changes`] in hand (write an outbox
+    /// event atomically with the move). It runs again if the operation is retried, and
+    /// an error from it rolls the whole operation back.
+    ///
+    /// ```
+    /// # include!("../doctest_setup.rs");
+    /// # use diesel::sql_types::{BigInt, Text};
+    /// # fn main() -> Result<(), ordered_diesel::Error> {
+    /// # let conn = &mut setup();
+    /// # diesel::sql_query("CREATE TABLE outbox (item BIGINT, body TEXT)").execute(conn)?;
+    /// let a = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "A"))?.value;
+    /// let b = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "B"))?.value;
+    /// let moved = Track::ordering().apply(
+    ///     conn,
+    ///     ordered_diesel::Request::Move { item: b, at: ordered_diesel::Placement::Before(a) },
+    ///     |conn, changes| {
+    ///         for c in &changes.rows {
+    ///             diesel::sql_query("INSERT INTO outbox (item, body) VALUES (?, ?)")
+    ///                 .bind::<BigInt, _>(c.id)
+    ///                 .bind::<Text, _>(format!("moved to {}", c.position))
+    ///                 .execute(conn)?;
+    ///         }
+    ///         Ok(())
+    ///     },
+    /// )?;
+    /// assert_eq!(moved.changes.rows.len(), 1);
+    /// # Ok(()) }
+    /// ```
+    pub fn apply<C, H>(&self, conn: &mut C, req: Request, mut before_commit: H) -> Result<Outcome>
+    where
+        C: OrderedConnection,
+        H: FnMut(&mut C, &Changes) -> QueryResult<()>,
+    {
+        if matches!(req, Request::Insert { .. }) {
+            return Err(Error::Ordering(ordered_core::Error::InvalidRequest(
+                "an insert needs the row to insert: call insert_with",
+            )));
+        }
+        self.execute::<C, ()>(conn, req, None, Some(&mut before_commit))
+            .map(|(o, _)| o)
+    }
+
     fn write<C: OrderedConnection>(&self, conn: &mut C, req: Request) -> Result<Outcome> {
-        self.execute::<C, ()>(conn, req, None).map(|(o, _)| o)
+        self.execute::<C, ()>(conn, req, None, None).map(|(o, _)| o)
     }
 
     /// Inserts a row at the start of `parent`'s list. `insert` runs the caller's own
@@ -551,6 +684,37 @@ impl Ordering {
         }
     }
 
+    /// The items of `parent` with the collection's version, read in one statement, so
+    /// the version is the one of this very list (without a version column,
+    /// `version` is `None`). Send both to the client; it sends the version back with
+    /// its next write ([`Ordering::expect_version`]), which is refused with
+    /// [`ordered_core::Error::VersionConflict`] if anyone wrote in between. A missing
+    /// parent is [`ordered_core::Error::ParentNotFound`].
+    ///
+    /// ```
+    /// # include!("../doctest_setup.rs");
+    /// # fn main() -> Result<(), ordered_diesel::Error> {
+    /// # let conn = &mut setup();
+    /// let a = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "A"))?.value;
+    /// let seen = Track::ordering().list_versioned(conn, 1)?;
+    /// assert_eq!(seen.rows.len(), 1);
+    /// // the client drags with the version it was shown
+    /// let moved = Track::ordering()
+    ///     .expect_version(seen.version.unwrap())
+    ///     .move_to_start(conn, a)?;
+    /// assert_eq!(moved.version, Some(seen.version.unwrap() + 1));
+    /// # Ok(()) }
+    /// ```
+    pub fn list_versioned<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        parent: Id,
+    ) -> Result<Listing> {
+        let stmt = sql::list_versioned(C::DIALECT, &self.s.spec, parent);
+        let reply = read(conn, &stmt, self.s.is_key())?;
+        Ok(Listing::from_reply(&self.s.spec, parent, reply)?)
+    }
+
     /// The 0-based index of `item` in its list.
     pub fn index_of<C: OrderedConnection>(&self, conn: &mut C, item: Id) -> Result<u64> {
         let item_read = ordered_core::plan::Read::Item { id: item };
@@ -635,6 +799,7 @@ pub(crate) enum Settled<T> {
 /// after a pause or turned into the error to return.
 pub(crate) fn settle<T>(
     spec: &Spec,
+    req: &Request,
     attempts: &mut ordered_core::retry::Attempts,
     attempt: u32,
     result: Result<(Outcome, Option<T>)>,
@@ -642,14 +807,6 @@ pub(crate) fn settle<T>(
     let err = match result {
         Ok(mut v) => {
             v.0.attempts = attempt;
-            if v.0.relabelled > 0 {
-                tracing::info!(
-                    table = spec.table,
-                    relabelled = v.0.relabelled,
-                    attempts = attempt,
-                    "ordered: relabelled"
-                );
-            }
             return Ok(Settled::Done(v));
         }
         // the connection is gone: retrying on it cannot help
@@ -663,13 +820,7 @@ pub(crate) fn settle<T>(
     };
     match attempts.after_failure(class) {
         Ok(pause) => {
-            tracing::debug!(
-                table = spec.table,
-                attempt,
-                error = %err,
-                pause_ms = pause.as_millis() as u64,
-                "ordered: retrying"
-            );
+            observe::retried(spec, req, attempt, &err);
             Ok(Settled::Retry(pause))
         }
         Err(Stop::Exhausted) => Err(match err {
@@ -917,6 +1068,10 @@ pub trait OrderedDsl: Ordered + Sized {
     /// [`Ordering::list`].
     fn list<C: OrderedConnection>(conn: &mut C, parent: Id) -> Result<Vec<Row>> {
         Ordering::of::<Self>().list(conn, parent)
+    }
+    /// [`Ordering::list_versioned`].
+    fn list_versioned<C: OrderedConnection>(conn: &mut C, parent: Id) -> Result<Listing> {
+        Ordering::of::<Self>().list_versioned(conn, parent)
     }
     /// [`Ordering::index_of`].
     fn index_of<C: OrderedConnection>(conn: &mut C, item: Id) -> Result<u64> {

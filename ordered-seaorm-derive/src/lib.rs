@@ -324,6 +324,12 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
                         policy: #policy,
                     }
                 }
+                fn scope_column() -> Column {
+                    Column::#scope
+                }
+                fn position_column() -> Column {
+                    Column::#position
+                }
             }
         };
     })

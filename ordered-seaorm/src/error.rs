@@ -1,6 +1,10 @@
 //! The adapter's error type.
 
+use std::sync::Arc;
+
 use sea_orm::DbErr;
+
+pub use ordered_core::error::Status;
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -37,6 +41,15 @@ pub enum Error {
         "the connection was lost before the commit ({0}); nothing was applied: reconnect and retry"
     )]
     ConnectionLost(DbErr),
+    /// SQLite answered `database is locked` inside your own transaction: a DEFERRED
+    /// transaction (what `db.begin()` opens) that has read cannot take the write lock
+    /// while another connection writes, however long it waits. Nothing of the operation
+    /// was applied. Open your transactions with [`crate::begin`] (`BEGIN IMMEDIATE`)
+    /// and retry yours ([`Error::is_retryable`] is true).
+    #[error(
+        "SQLite refused the write inside your transaction (database is locked): open the transaction with ordered_seaorm::begin (BEGIN IMMEDIATE) and retry it ({0})"
+    )]
+    SqliteDeferred(DbErr),
 }
 
 impl Error {
@@ -52,8 +65,49 @@ impl Error {
                     == ordered_core::retry::Class::Retry
             }
             Error::Ordering(e) => e.is_retryable(),
-            Error::ConnectionLost(_) => true,
+            Error::ConnectionLost(_) | Error::SqliteDeferred(_) => true,
             _ => false,
+        }
+    }
+
+    /// A stable machine-readable code: the refusal's
+    /// [`code`](ordered_core::Error::code) (`stale_neighbours`, `version_conflict`,
+    /// `not_found`, ...), or for a database failure `database_busy` (retryable),
+    /// `database_error`, `retries_exhausted`, `commit_unknown`, `connection_lost`,
+    /// `sqlite_deferred`. The same codes as `ordered-diesel`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Ordering(e) => e.code(),
+            Error::Database(_) if self.is_retryable() => "database_busy",
+            Error::Database(_) => "database_error",
+            Error::RetriesExhausted { .. } => "retries_exhausted",
+            Error::CommitUnknown(_) => "commit_unknown",
+            Error::ConnectionLost(_) => "connection_lost",
+            Error::SqliteDeferred(_) => "sqlite_deferred",
+        }
+    }
+
+    /// What the failure means for the client ([`Status::http`] maps it to HTTP): a
+    /// refusal's own status; `RetryLater` for a busy database, exhausted retries, a
+    /// lost connection and a busy deferred SQLite transaction; `Conflict` for an
+    /// unknown commit outcome (re-read the list first); `Internal` otherwise.
+    ///
+    /// ```
+    /// use ordered_seaorm::{Error, OrderingError, Status};
+    ///
+    /// let e = Error::from(OrderingError::StaleNeighbours { prev: Some(4), next: Some(6) });
+    /// assert_eq!((e.code(), e.status()), ("stale_neighbours", Status::Conflict));
+    /// assert_eq!(e.to_string(), "item 4 and item 6 are no longer next to each other: the list changed, re-read it");
+    /// ```
+    pub fn status(&self) -> Status {
+        match self {
+            Error::Ordering(e) => e.status(),
+            Error::Database(_) if self.is_retryable() => Status::RetryLater,
+            Error::Database(_) => Status::Internal,
+            Error::RetriesExhausted { .. }
+            | Error::ConnectionLost(_)
+            | Error::SqliteDeferred(_) => Status::RetryLater,
+            Error::CommitUnknown(_) => Status::Conflict,
         }
     }
 
@@ -66,13 +120,42 @@ impl Error {
     }
 }
 
-/// So that `?` works on this crate's calls inside SeaORM transaction closures.
+/// So that `?` works on this crate's calls inside SeaORM transaction closures whose
+/// error type is `DbErr`. Database failures give back their `DbErr`; a refusal keeps
+/// its typed [`ordered_core::Error`] inside the `DbErr` (as the shared source of
+/// `DbErr::TryIntoErr`), where [`refusal`] finds it again, so a handler can still map it
+/// to its status. Simpler still: give `db.transaction` this crate's [`Error`] as its
+/// error type (`From<DbErr>` is implemented), and nothing is wrapped.
 impl From<Error> for DbErr {
     fn from(e: Error) -> Self {
         match e {
-            Error::Database(e) | Error::CommitUnknown(e) | Error::ConnectionLost(e) => e,
+            Error::Database(e)
+            | Error::CommitUnknown(e)
+            | Error::ConnectionLost(e)
+            | Error::SqliteDeferred(e) => e,
             Error::RetriesExhausted { last, .. } => last,
-            other => DbErr::Custom(other.to_string()),
+            Error::Ordering(refused) => DbErr::TryIntoErr {
+                from: "ordered request",
+                into: "write",
+                source: Arc::new(refused),
+            },
         }
+    }
+}
+
+/// The ordering refusal inside a `DbErr` that came from this crate's [`Error`] through
+/// `?` (see `From<Error> for DbErr`), if that is what it is.
+///
+/// ```
+/// use ordered_seaorm::{Error, OrderingError, refusal};
+///
+/// let db_err: sea_orm::DbErr = Error::from(OrderingError::NotFound { id: 7 }).into();
+/// let e = refusal(&db_err).expect("an ordering refusal");
+/// assert_eq!((e.code(), e.status().http()), ("not_found", 404));
+/// ```
+pub fn refusal(e: &DbErr) -> Option<&ordered_core::Error> {
+    match e {
+        DbErr::TryIntoErr { source, .. } => source.downcast_ref::<ordered_core::Error>(),
+        _ => None,
     }
 }

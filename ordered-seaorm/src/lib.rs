@@ -70,16 +70,19 @@ pub mod hooks;
 pub mod migration;
 mod ops;
 
-pub use error::{Error, Result};
-pub use ops::{InsertFuture, Inserted, Ordering, Slot, dialect};
+pub use error::{Error, Result, Status, refusal};
+pub use ops::{
+    HookFuture, InsertFuture, Inserted, OrderedConnection, Ordering, Slot, begin, dialect,
+};
 /// Derives [`OrderedEntity`] for the `Entity` of a SeaORM `Model`.
 pub use ordered_seaorm_derive::DeriveOrdered;
 
 pub use ordered_core::Error as OrderingError;
+pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
 pub use ordered_core::{
-    Dense, Dialect, Fractional, Gapped, Id, MAX_POSITION, MIN_POSITION, Outcome, Placement,
-    Position, PositionKind, PositionStrategy, RebalancePolicy, Report, RetryPolicy, Row, Spec, key,
-    sql,
+    Dense, Dialect, Fractional, Gapped, Id, Listing, MAX_POSITION, MIN_POSITION, Outcome,
+    Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report, Request,
+    RetryPolicy, Row, Spec, key, sql,
 };
 
 /// An entity whose rows are ordered within a parent. Implemented by
@@ -87,6 +90,12 @@ pub use ordered_core::{
 pub trait OrderedEntity: sea_orm::EntityTrait {
     /// The table's ordering description (SQL names from the entity's `Column`s).
     fn spec() -> Spec;
+
+    /// The scope column ([`Ordering::insert_model`] sets it).
+    fn scope_column() -> Self::Column;
+
+    /// The position column ([`Ordering::insert_model`] sets it).
+    fn position_column() -> Self::Column;
 
     /// The operations on this entity's table.
     fn ordering() -> Ordering {

@@ -75,6 +75,22 @@ pub async fn drop_ordering(manager: &SchemaManager<'_>, spec: &Spec) -> Result<(
     .await
 }
 
+/// Creates the parent table (`id`, the version column if the spec names one, your
+/// `columns`), for a new schema; an existing parent table only needs the version column,
+/// which [`add_ordering`] adds.
+pub async fn create_parent_table(
+    manager: &SchemaManager<'_>,
+    spec: &Spec,
+    columns: &[(&str, &str)],
+) -> Result<(), DbErr> {
+    let d = engine(manager)?;
+    apply(
+        manager,
+        &ordered_core::migration::create_parent_table(d, spec, columns).up,
+    )
+    .await
+}
+
 /// Creates a new ordered table (`id`, the parent column, your `columns`, the position
 /// column with its constraints). The parent table must exist.
 pub async fn create_ordered_table(

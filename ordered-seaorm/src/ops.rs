@@ -7,13 +7,16 @@ use std::pin::Pin;
 
 use ordered_core::retry::{Attempts, Class, Stop, classify_message, is_connection_lost, refine};
 use ordered_core::{
-    Action, Arg, Controls, Dialect, FinalStatement, Id, Outcome, Placement, Position, Reply,
-    Report, Request, RetryPolicy, Returns, Row, Settings, Spec, Statement, sql,
+    Action, Arg, Changes, Controls, Dialect, FinalStatement, Id, Listing, Outcome, Placement,
+    Position, Reply, Report, Request, RetryPolicy, Returns, Row, Settings, Spec, Statement,
+    observe, sql,
 };
 use sea_orm::{
-    ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, SqliteTransactionMode,
-    TransactionOptions, TransactionTrait, Value,
+    ActiveModelBehavior, ActiveModelTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr,
+    EntityTrait, IntoActiveModel, SqliteTransactionMode, TransactionOptions, TransactionTrait,
+    Value,
 };
+use tracing::Instrument;
 
 use crate::OrderedEntity;
 use crate::error::{Error, Result};
@@ -57,6 +60,42 @@ pub struct Inserted<T> {
 
 /// The future an insert closure returns.
 pub type InsertFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, DbErr>> + Send + 'a>>;
+
+/// The future a `before_commit` hook returns ([`Ordering::apply`]).
+pub type HookFuture<'a> = Pin<Box<dyn Future<Output = Result<(), DbErr>> + Send + 'a>>;
+
+type NoInsert = for<'a> fn(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, ()>;
+type NoHook = for<'a> fn(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a>;
+
+/// The one bound generic application code needs for a connection the operations run
+/// on: `&DatabaseConnection` (the library owns the transaction and retries) or
+/// `&DatabaseTransaction` (a savepoint in yours, no retries). Implemented for every
+/// type that meets it.
+///
+/// ```
+/// use ordered_seaorm::{OrderedConnection, OrderedEntity};
+///
+/// async fn bump_to_top<E: OrderedEntity, C: OrderedConnection>(
+///     db: &C,
+///     item: i64,
+/// ) -> Result<(), ordered_seaorm::Error> {
+///     E::ordering().move_to_start(db, item).await?;
+///     Ok(())
+/// }
+/// ```
+pub trait OrderedConnection:
+    ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction> + Send + Sync + 'static
+{
+}
+
+impl<C> OrderedConnection for C where
+    C: ConnectionTrait
+        + TransactionTrait<Transaction = DatabaseTransaction>
+        + Send
+        + Sync
+        + 'static
+{
+}
 
 /// The engine of a connection.
 pub fn dialect(backend: DbBackend) -> Result<Dialect> {
@@ -117,6 +156,28 @@ pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, key: bool) -> Res
             Some(r) => r.try_get::<i64>("", "o_count")?,
             None => 0,
         }),
+        Returns::Listed => {
+            let mut version = None;
+            let mut rows = Vec::new();
+            for r in db.query_all_raw(s).await? {
+                version = Some(r.try_get::<i64>("", "o_version")?);
+                let id: Option<i64> = r.try_get("", "o_id")?;
+                let parent: Option<i64> = r.try_get("", "o_parent")?;
+                let position = if key {
+                    r.try_get::<Option<String>>("", "o_pos")?.map(Position::Key)
+                } else {
+                    r.try_get::<Option<i64>>("", "o_pos")?.map(Position::Int)
+                };
+                if let (Some(id), Some(parent), Some(position)) = (id, parent, position) {
+                    rows.push(Row {
+                        id,
+                        parent,
+                        position,
+                    });
+                }
+            }
+            Reply::Listed { version, rows }
+        }
     })
 }
 
@@ -200,6 +261,60 @@ fn lost_or_database(e: DbErr) -> Error {
     }
 }
 
+/// The options of the library's transactions: `BEGIN IMMEDIATE` on SQLite, and READ
+/// COMMITTED on the servers for a transaction of its own.
+fn transaction_options(backend: DbBackend, own: bool) -> TransactionOptions {
+    TransactionOptions {
+        isolation_level: (backend != DbBackend::Sqlite && own)
+            .then_some(sea_orm::IsolationLevel::ReadCommitted),
+        sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+        ..TransactionOptions::default()
+    }
+}
+
+/// Opens a transaction of yours the way the library opens its own: `BEGIN IMMEDIATE`
+/// on SQLite (SeaORM's `begin()` opens DEFERRED transactions, in which a write after a
+/// read fails with `database is locked` when another connection writes: 104 of 160
+/// concurrent moves, in one measurement), READ COMMITTED on PostgreSQL and
+/// MySQL/MariaDB. Pass the transaction to the operations; they run in savepoints of
+/// it, and [`Error::is_retryable`] tells you when to retry it.
+///
+/// ```
+/// # include!("../doctest_setup.rs");
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let db = setup().await?;
+/// let txn = ordered_seaorm::begin(&db).await?;
+/// let tracks = track::Entity::ordering();
+/// let a = tracks.insert_last(&txn, 1, new_track("A")).await?.value;
+/// tracks.insert_before(&txn, 1, a.id, new_track("B")).await?;
+/// txn.commit().await?;
+/// # Ok(()) }
+/// ```
+pub async fn begin<C>(db: &C) -> Result<DatabaseTransaction, DbErr>
+where
+    C: TransactionTrait<Transaction = DatabaseTransaction> + ConnectionTrait,
+{
+    db.begin_with_options(transaction_options(db.get_database_backend(), true))
+        .await
+}
+
+/// A failure inside the caller's own transaction on SQLite that is `SQLITE_BUSY`: a
+/// DEFERRED transaction (SeaORM's default `begin()`) that read first cannot take the
+/// write lock while another connection holds it, and no wait helps; the caller must
+/// open its transactions IMMEDIATE ([`crate::begin`]).
+fn deferred_busy(backend: DbBackend, err: Error) -> Error {
+    match err {
+        Error::Database(e)
+            if backend == DbBackend::Sqlite
+                && ordered_core::retry::reason(&e.to_string()) == "busy" =>
+        {
+            Error::SqliteDeferred(e)
+        }
+        other => other,
+    }
+}
+
 fn classify(e: &DbErr) -> Class {
     classify_message(&e.to_string())
 }
@@ -242,6 +357,13 @@ impl Ordering {
         self
     }
 
+    /// Relabels of more than `rows` rows are summarised in the outcome's
+    /// [`Changes::relabelled`] instead of listed (1000 by default).
+    pub fn changes_limit(mut self, rows: u64) -> Self {
+        self.s.changes_limit = rows;
+        self
+    }
+
     /// The table description.
     pub fn spec(&self) -> &Spec {
         &self.s.spec
@@ -269,15 +391,44 @@ impl Ordering {
         self
     }
 
-    async fn execute<C, T, F>(
+    /// Runs `req` in the operation's span.
+    async fn execute<C, T, F, H>(
+        &self,
+        db: &C,
+        req: Request,
+        insert: Option<F>,
+        hook: Option<H>,
+    ) -> Result<(Outcome, Option<T>)>
+    where
+        C: OrderedConnection,
+        F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
+        H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
+        T: Send,
+    {
+        let span = observe::span(&self.s.spec, &req);
+        let result = self
+            .attempts(db, req.clone(), insert, hook)
+            .instrument(span.clone())
+            .await;
+        let reported = match &result {
+            Ok((o, _)) => Ok(o),
+            Err(e) => Err(e.code()),
+        };
+        observe::finished(&span, &self.s.spec, &req, reported);
+        result
+    }
+
+    async fn attempts<C, T, F, H>(
         &self,
         db: &C,
         req: Request,
         mut insert: Option<F>,
+        mut hook: Option<H>,
     ) -> Result<(Outcome, Option<T>)>
     where
-        C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction> + 'static,
+        C: OrderedConnection,
         F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
+        H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
         T: Send,
     {
         let nested = TypeId::of::<C>() == TypeId::of::<DatabaseTransaction>();
@@ -286,14 +437,7 @@ impl Ordering {
         // session default, writers queued on a busy parent would all fail with 40001
         // and starve); the parent lock serialises the writers of one parent. Only for a
         // transaction of its own: inside the caller's it is a savepoint.
-        let isolation_level = (db.get_database_backend() != DbBackend::Sqlite
-            && TypeId::of::<C>() != TypeId::of::<DatabaseTransaction>())
-        .then_some(sea_orm::IsolationLevel::ReadCommitted);
-        let options = TransactionOptions {
-            isolation_level,
-            sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
-            ..TransactionOptions::default()
-        };
+        let options = transaction_options(db.get_database_backend(), !nested);
         let mut attempts = Attempts::new(self.s.retry);
         loop {
             let attempt = attempts.begin();
@@ -325,20 +469,19 @@ impl Ordering {
                     }
                     Err(e) => Error::Database(e),
                     Ok(txn) => match self
-                        .drive(&txn, &req, insert.as_mut(), galera, &mut locked)
+                        .drive(
+                            &txn,
+                            &req,
+                            insert.as_mut(),
+                            hook.as_mut(),
+                            galera,
+                            &mut locked,
+                        )
                         .await
                     {
                         Ok(mut v) => match commit(txn, galera && !nested).await {
                             Ok(()) => {
                                 v.0.attempts = attempt;
-                                if v.0.relabelled > 0 {
-                                    tracing::info!(
-                                        table = self.s.spec.table,
-                                        relabelled = v.0.relabelled,
-                                        attempts = attempt,
-                                        "ordered: relabelled"
-                                    );
-                                }
                                 return Ok(v);
                             }
                             Err(e @ (Error::CommitUnknown(_) | Error::ConnectionLost(_))) => {
@@ -369,7 +512,7 @@ impl Ordering {
                 },
             };
             if nested {
-                return Err(err);
+                return Err(deferred_busy(db.get_database_backend(), err));
             }
             let class = match &err {
                 Error::Database(e) => refine(&self.s.spec, &e.to_string(), classify(e)),
@@ -378,7 +521,7 @@ impl Ordering {
             };
             match attempts.after_failure(class) {
                 Ok(pause) => {
-                    tracing::debug!(table = self.s.spec.table, attempt, error = %err, pause_ms = pause.as_millis() as u64, "ordered: retrying");
+                    observe::retried(&self.s.spec, &req, attempt, &err);
                     tokio::time::sleep(pause).await;
                 }
                 Err(Stop::Exhausted) => {
@@ -401,22 +544,27 @@ impl Ordering {
         }
     }
 
-    async fn drive<T, F>(
+    async fn drive<T, F, H>(
         &self,
         txn: &DatabaseTransaction,
         req: &Request,
         mut insert: Option<&mut F>,
+        mut hook: Option<&mut H>,
         galera: bool,
         locked: &mut Option<Id>,
     ) -> Result<(Outcome, Option<T>)>
     where
         F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
+        H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
     {
         let d = dialect(txn.get_database_backend())?;
         let key = self.s.is_key();
         let mut op = self.s.operation(d, req);
         if galera {
             op = op.on_galera();
+        }
+        if hook.is_some() {
+            op = op.with_hook();
         }
         let mut reply = Reply::None;
         let mut value = None;
@@ -434,6 +582,12 @@ impl Ordering {
                     value = Some(f(txn, Slot { parent, position }).await?);
                     reply = Reply::Inserted;
                 }
+                Action::BeforeCommit(changes) => {
+                    if let Some(h) = hook.as_mut() {
+                        h(txn, &changes).await?;
+                    }
+                    reply = Reply::None;
+                }
                 Action::Done(outcome) => return Ok((outcome, value)),
             }
         }
@@ -441,12 +595,88 @@ impl Ordering {
 
     async fn write<C>(&self, db: &C, req: Request) -> Result<Outcome>
     where
-        C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction> + 'static,
+        C: OrderedConnection,
     {
-        type NoInsert = for<'a> fn(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, ()>;
-        self.execute::<C, (), NoInsert>(db, req, None)
+        self.execute::<C, (), NoInsert, NoHook>(db, req, None, None)
             .await
             .map(|(o, _)| o)
+    }
+
+    /// Runs any request but an insert ([`Ordering::insert_with`]) with a hook:
+    /// `before_commit` runs your own statements (an outbox row, `updated_at`, an audit
+    /// entry) inside the library's transaction, after every write and before
+    /// `COMMIT`, with the [`Changes`] in hand. It runs again if the operation is
+    /// retried, and an error from it rolls everything back; the library keeps its own
+    /// transaction, so its retries stay on.
+    ///
+    /// ```
+    /// # include!("../doctest_setup.rs");
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let db = setup().await?;
+    /// # db.execute_unprepared("CREATE TABLE outbox (body TEXT)").await?;
+    /// use ordered_seaorm::{Placement, Request};
+    /// let tracks = track::Entity::ordering();
+    /// let a = tracks.insert_last(&db, 1, new_track("A")).await?.value;
+    /// let b = tracks.insert_last(&db, 1, new_track("B")).await?.value;
+    /// let moved = tracks
+    ///     .apply(&db, Request::Move { item: b.id, at: Placement::Before(a.id) }, |txn, changes| {
+    ///         let body = format!("{} rows moved", changes.rows.len());
+    ///         Box::pin(async move {
+    ///             txn.execute_raw(sea_orm::Statement::from_sql_and_values(
+    ///                 txn.get_database_backend(),
+    ///                 "INSERT INTO outbox (body) VALUES (?)",
+    ///                 [body.into()],
+    ///             ))
+    ///             .await?;
+    ///             Ok(())
+    ///         })
+    ///     })
+    ///     .await?;
+    /// assert_eq!(moved.changes.rows[0].id, b.id);
+    /// # Ok(()) }
+    /// ```
+    pub async fn apply<C, H>(&self, db: &C, req: Request, before_commit: H) -> Result<Outcome>
+    where
+        C: OrderedConnection,
+        H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
+    {
+        if matches!(req, Request::Insert { .. }) {
+            return Err(Error::Ordering(ordered_core::Error::InvalidRequest(
+                "an insert needs the row to insert: call insert_with",
+            )));
+        }
+        self.execute::<C, (), NoInsert, H>(db, req, None, Some(before_commit))
+            .await
+            .map(|(o, _)| o)
+    }
+
+    /// [`Ordering::insert`] with a `before_commit` hook (see [`Ordering::apply`]).
+    pub async fn insert_with<C, T, F, H>(
+        &self,
+        db: &C,
+        parent: Id,
+        at: Placement,
+        insert: F,
+        before_commit: H,
+    ) -> Result<Inserted<T>>
+    where
+        C: OrderedConnection,
+        F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
+        H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
+        T: Send,
+    {
+        let (outcome, value) = self
+            .execute(
+                db,
+                Request::Insert { parent, at },
+                Some(insert),
+                Some(before_commit),
+            )
+            .await?;
+        let value = value
+            .ok_or_else(|| ordered_core::Error::Inconsistent("the insert did not run".into()))?;
+        Ok(Inserted { value, outcome })
     }
 
     /// Inserts a row at any [`Placement`] of `parent`'s list (the named `insert_*`
@@ -459,16 +689,80 @@ impl Ordering {
         f: F,
     ) -> Result<Inserted<T>>
     where
-        C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction> + 'static,
+        C: OrderedConnection,
         F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
         T: Send,
     {
         let (outcome, value) = self
-            .execute(db, Request::Insert { parent, at }, Some(f))
+            .execute::<C, T, F, NoHook>(db, Request::Insert { parent, at }, Some(f), None)
             .await?;
         let value = value
             .ok_or_else(|| ordered_core::Error::Inconsistent("the insert did not run".into()))?;
         Ok(Inserted { value, outcome })
+    }
+}
+
+impl Ordering {
+    /// Inserts your `ActiveModel` at `at` in `parent`'s list: the library sets its scope
+    /// and position fields under the lock and inserts it with
+    /// [`ActiveModelTrait::insert`] (so your `ActiveModelBehavior` runs), inside its own
+    /// transaction. Returns the inserted `Model`. A retried attempt inserts a fresh copy
+    /// of `model`.
+    ///
+    /// ```
+    /// # include!("../doctest_setup.rs");
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let db = setup().await?;
+    /// use ordered_seaorm::Placement;
+    /// let card = track::ActiveModel { title: Set("Intro".into()), ..Default::default() };
+    /// let inserted = track::Entity::ordering().insert_model(&db, 1, Placement::Last, card).await?;
+    /// assert_eq!((inserted.value.playlist_id, inserted.value.position), (1, 1024));
+    /// assert_eq!(inserted.outcome.changes.rows[0].id, inserted.value.id);
+    /// # Ok(()) }
+    /// ```
+    pub async fn insert_model<C, A>(
+        &self,
+        db: &C,
+        parent: Id,
+        at: Placement,
+        model: A,
+    ) -> Result<Inserted<<A::Entity as EntityTrait>::Model>>
+    where
+        C: OrderedConnection,
+        A: ActiveModelTrait + ActiveModelBehavior + Clone + Send + Sync + 'static,
+        A::Entity: OrderedEntity,
+        <A::Entity as EntityTrait>::Model: IntoActiveModel<A> + Send,
+    {
+        self.insert(db, parent, at, move |txn, slot| {
+            let mut row = model.clone();
+            Box::pin(async move {
+                set_slot::<A>(&mut row, &slot)?;
+                row.insert(txn).await
+            })
+        })
+        .await
+    }
+}
+
+/// Sets the scope and position fields of `row` (the position as `i64`, or `i32` for
+/// an `i32` field).
+fn set_slot<A>(row: &mut A, slot: &Slot) -> Result<(), DbErr>
+where
+    A: ActiveModelTrait,
+    A::Entity: OrderedEntity,
+{
+    row.try_set(
+        <A::Entity as OrderedEntity>::scope_column(),
+        slot.parent.into(),
+    )?;
+    let column = <A::Entity as OrderedEntity>::position_column();
+    match &slot.position {
+        Position::Key(k) => row.try_set(column, k.clone().into()),
+        Position::Int(v) => row.try_set(column, (*v).into()).or_else(|e| {
+            let narrow = i32::try_from(*v).map_err(|_| e)?;
+            row.try_set(column, narrow.into())
+        }),
     }
 }
 
@@ -479,7 +773,7 @@ macro_rules! insert_ops {
                 $(#[$doc])*
                 pub async fn $name<C, T, F>(&self, db: &C, parent: Id, $($arg: $ty,)* insert: F) -> Result<Inserted<T>>
                 where
-                    C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction> + 'static,
+                    C: OrderedConnection,
                     F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
                     T: Send,
                 {
@@ -514,7 +808,7 @@ macro_rules! write_ops {
                 $(#[$doc])*
                 pub async fn $name<C>(&self, db: &C, $($arg: $ty),*) -> Result<Outcome>
                 where
-                    C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction> + 'static,
+                    C: OrderedConnection,
                 {
                     self.write(db, $req).await
                 }
@@ -564,6 +858,18 @@ impl Ordering {
             Reply::Rows(rows) => Ok(rows),
             other => Err(unexpected(&other)),
         }
+    }
+
+    /// The items of `parent` with the collection's version, read in one statement, so
+    /// the version is the one of this very list (`None` without a version column).
+    /// Send both to the client; it sends the version back with its next write
+    /// ([`Ordering::expect_version`]), refused with
+    /// [`ordered_core::Error::VersionConflict`] if anyone wrote in between.
+    pub async fn list_versioned<C: ConnectionTrait>(&self, db: &C, parent: Id) -> Result<Listing> {
+        let d = dialect(db.get_database_backend())?;
+        let stmt = sql::list_versioned(d, &self.s.spec, parent);
+        let reply = read(db, &stmt, self.s.is_key()).await?;
+        Ok(Listing::from_reply(&self.s.spec, parent, reply)?)
     }
 
     /// The 0-based index of `item` in its list.

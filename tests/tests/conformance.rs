@@ -7,16 +7,93 @@ use diesel::connection::SimpleConnection;
 use ordered_conformance::{Step, scripts};
 use ordered_core::migration::{create_parent_table, create_table};
 use ordered_core::{
-    Dialect, Fractional, Gapped, Id, Position, PositionStrategy, RebalancePolicy, Reply, Returns,
-    Row, Spec, Statement, sql,
+    Changes, Dialect, Fractional, Gapped, Id, Position, PositionStrategy, RebalancePolicy, Reply,
+    Request, Returns, Row, Spec, Statement, sql,
 };
 use sea_orm::{ConnectionTrait, Database};
 
 static TIGHT: Gapped = Gapped::new(4);
 static SHORT_KEYS: Fractional = Fractional::new(ordered_core::key::Alphabet::BASE62, 10);
 
-/// What one step returned: the item's final position, or the typed refusal.
-type Outcome = Result<Option<Position>, ordered_core::Error>;
+/// What one step returned: the item's final position and the changes it reported, or
+/// the typed refusal.
+type Outcome = Result<(Option<Position>, Changes), ordered_core::Error>;
+
+/// Relabels of more rows than this are summarised: small enough that the hot-gap
+/// script's relabels are both listed and summarised.
+const CHANGES_LIMIT: u64 = 6;
+
+/// Checks one step against the database: a refused step changed nothing; a successful
+/// one reported every row that changed (new, moved or relabelled: in `changes.rows` at
+/// its new place, or inside a summarised range; deleted: in `changes.removed`), and
+/// nothing it reports contradicts the rows as they are now.
+fn check_step(tag: &str, name: &str, i: usize, before: &[Row], after: &[Row], r: &Outcome) {
+    use std::collections::HashMap;
+    let map = |rows: &[Row]| -> HashMap<Id, (Id, Position)> {
+        rows.iter()
+            .map(|r| (r.id, (r.parent, r.position.clone())))
+            .collect()
+    };
+    let (b, a) = (map(before), map(after));
+    let Ok((_, c)) = r else {
+        assert_eq!(b, a, "{tag} {name} step {i}: a refused step changed rows");
+        return;
+    };
+    for (id, now) in &a {
+        if b.get(id) == Some(now) {
+            continue;
+        }
+        let listed = c
+            .rows
+            .iter()
+            .any(|x| x.id == *id && (x.parent, &x.position) == (now.0, &now.1));
+        let summarised = c
+            .relabelled
+            .iter()
+            .any(|g| g.parent == now.0 && g.first <= now.1 && now.1 <= g.last);
+        assert!(
+            listed || summarised,
+            "{tag} {name} step {i}: row {id} changed to {now:?} but the changes do not say so: {c:?}"
+        );
+    }
+    for id in b.keys().filter(|id| !a.contains_key(id)) {
+        assert!(
+            c.removed.contains(id),
+            "{tag} {name} step {i}: row {id} was deleted but not reported: {c:?}"
+        );
+    }
+    for x in &c.rows {
+        assert_eq!(
+            a.get(&x.id),
+            Some(&(x.parent, x.position.clone())),
+            "{tag} {name} step {i}: a reported change is not what the row holds"
+        );
+    }
+    for id in &c.removed {
+        assert!(
+            !a.contains_key(id),
+            "{tag} {name} step {i}: {id} is reported removed"
+        );
+    }
+    for v in &c.versions {
+        assert!(v.version > 0, "{tag} {name} step {i}: version {v:?}");
+    }
+}
+
+/// The end of a run: the versioned read returns the same rows as the plain one, and its
+/// version (as a last pseudo-step, so that the ORMs' versions are compared too).
+fn versioned_step(rows: &[Row], listing: ordered_core::Listing) -> Outcome {
+    let of_1: Vec<Row> = rows.iter().filter(|r| r.parent == 1).cloned().collect();
+    assert_eq!(listing.rows, of_1, "the versioned read lists other rows");
+    let version = listing.version.expect("a version column");
+    Ok((
+        None,
+        Changes {
+            versions: vec![ordered_core::changes::ScopeVersion { parent: 1, version }],
+            ..Changes::default()
+        },
+    ))
+}
 
 fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
@@ -103,7 +180,7 @@ fn counted(r: Reply) -> Id {
 
 fn diesel_outcome<T>(
     r: Result<T, ordered_diesel::Error>,
-    pos: impl FnOnce(T) -> Option<Position>,
+    pos: impl FnOnce(T) -> (Option<Position>, Changes),
 ) -> Outcome {
     match r {
         Ok(v) => Ok(pos(v)),
@@ -114,7 +191,7 @@ fn diesel_outcome<T>(
 
 fn seaorm_outcome<T>(
     r: Result<T, ordered_seaorm::Error>,
-    pos: impl FnOnce(T) -> Option<Position>,
+    pos: impl FnOnce(T) -> (Option<Position>, Changes),
 ) -> Outcome {
     match r {
         Ok(v) => Ok(pos(v)),
@@ -142,11 +219,17 @@ where
         conn.batch_execute(&stmt)
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
-    let o = ordered_diesel::Ordering::new(s);
+    let o = ordered_diesel::Ordering::new(s).changes_limit(CHANGES_LIMIT);
     let mut ids: Vec<Id> = Vec::new();
     let mut out = Vec::new();
-    for step in steps {
-        let pos = |x: ordered_core::Outcome| x.position;
+    let lists = |conn: &mut C| {
+        let mut rows = o.list(conn, 1).unwrap();
+        rows.extend(o.list(conn, 2).unwrap());
+        rows
+    };
+    for (i, step) in steps.iter().enumerate() {
+        let before = lists(&mut conn);
+        let pos = |x: ordered_core::Outcome| (x.position, x.changes);
         let r = match step {
             Insert(parent, at) => {
                 let at = at.resolve(&ids);
@@ -160,10 +243,25 @@ where
                 let r = o.insert(&mut conn, *parent, at, f);
                 diesel_outcome(r, |ins| {
                     ids.push(ins.value);
-                    ins.outcome.position
+                    (ins.outcome.position, ins.outcome.changes)
                 })
             }
-            Move(i, at) => diesel_outcome(o.move_to(&mut conn, ids[*i], at.resolve(&ids)), pos),
+            Move(i, at) => {
+                // through the hook, which must see the outcome's changes
+                let mut seen = None;
+                let req = Request::Move {
+                    item: ids[*i],
+                    at: at.resolve(&ids),
+                };
+                let r = o.apply(&mut conn, req, |_, c| {
+                    seen = Some(c.clone());
+                    Ok(())
+                });
+                if let Ok(x) = &r {
+                    assert_eq!(seen.as_ref(), Some(&x.changes), "the hook's changes");
+                }
+                diesel_outcome(r, pos)
+            }
             MoveTo(i, p, at) => diesel_outcome(
                 o.move_to_parent(&mut conn, ids[*i], *p, at.resolve(&ids)),
                 pos,
@@ -182,11 +280,15 @@ where
             }
             Rebalance(p) => diesel_outcome(o.rebalance(&mut conn, *p), pos),
         };
+        check_step(tag, name, i, &before, &lists(&mut conn), &r);
         out.push(r);
     }
     let mut reader = reader.unwrap_or(conn);
-    let mut rows = o.list(&mut reader, 1).unwrap();
-    rows.extend(o.list(&mut reader, 2).unwrap());
+    let rows = lists(&mut reader);
+    out.push(versioned_step(
+        &rows,
+        o.list_versioned(&mut reader, 1).unwrap(),
+    ));
     (out, rows)
 }
 
@@ -234,11 +336,20 @@ where
             .await
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
-    let o = ordered_diesel::async_diesel::Ordering::new(s);
+    let o = ordered_diesel::async_diesel::Ordering::new(s).changes_limit(CHANGES_LIMIT);
     let mut ids: Vec<Id> = Vec::new();
     let mut out = Vec::new();
-    for step in steps {
-        let pos = |x: ordered_core::Outcome| x.position;
+    async fn lists<C: ordered_diesel::async_diesel::AsyncOrderedConnection>(
+        o: &ordered_diesel::async_diesel::Ordering,
+        conn: &mut C,
+    ) -> Vec<Row> {
+        let mut rows = o.list(conn, 1).await.unwrap();
+        rows.extend(o.list(conn, 2).await.unwrap());
+        rows
+    }
+    for (i, step) in steps.iter().enumerate() {
+        let before = lists(&o, &mut conn).await;
+        let pos = |x: ordered_core::Outcome| (x.position, x.changes);
         let r = match step {
             Insert(parent, at) => {
                 let at = at.resolve(&ids);
@@ -247,11 +358,25 @@ where
                     .await;
                 diesel_outcome(r, |ins| {
                     ids.push(ins.value);
-                    ins.outcome.position
+                    (ins.outcome.position, ins.outcome.changes)
                 })
             }
             Move(i, at) => {
-                diesel_outcome(o.move_to(&mut conn, ids[*i], at.resolve(&ids)).await, pos)
+                let mut seen = None;
+                let req = Request::Move {
+                    item: ids[*i],
+                    at: at.resolve(&ids),
+                };
+                let r = o
+                    .apply(&mut conn, req, |_, c| {
+                        seen = Some(c.clone());
+                        Box::pin(async { Ok(()) })
+                    })
+                    .await;
+                if let Ok(x) = &r {
+                    assert_eq!(seen.as_ref(), Some(&x.changes), "the hook's changes");
+                }
+                diesel_outcome(r, pos)
             }
             MoveTo(i, p, at) => diesel_outcome(
                 o.move_to_parent(&mut conn, ids[*i], *p, at.resolve(&ids))
@@ -273,11 +398,15 @@ where
             }
             Rebalance(p) => diesel_outcome(o.rebalance(&mut conn, *p).await, pos),
         };
+        check_step(tag, name, i, &before, &lists(&o, &mut conn).await, &r);
         out.push(r);
     }
     let mut reader = reader.unwrap_or(conn);
-    let mut rows = o.list(&mut reader, 1).await.unwrap();
-    rows.extend(o.list(&mut reader, 2).await.unwrap());
+    let rows = lists(&o, &mut reader).await;
+    out.push(versioned_step(
+        &rows,
+        o.list_versioned(&mut reader, 1).await.unwrap(),
+    ));
     (out, rows)
 }
 
@@ -320,11 +449,17 @@ async fn run_seaorm(
             .await
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
-    let o = ordered_seaorm::Ordering::new(s);
+    let o = ordered_seaorm::Ordering::new(s).changes_limit(CHANGES_LIMIT);
     let mut ids: Vec<Id> = Vec::new();
     let mut out = Vec::new();
-    for step in steps {
-        let pos = |x: ordered_core::Outcome| x.position;
+    async fn lists(o: &ordered_seaorm::Ordering, db: &sea_orm::DatabaseConnection) -> Vec<Row> {
+        let mut rows = o.list(db, 1).await.unwrap();
+        rows.extend(o.list(db, 2).await.unwrap());
+        rows
+    }
+    for (i, step) in steps.iter().enumerate() {
+        let before = lists(&o, &db).await;
+        let pos = |x: ordered_core::Outcome| (x.position, x.changes);
         let r = match step {
             Insert(parent, at) => {
                 let at = at.resolve(&ids);
@@ -332,10 +467,26 @@ async fn run_seaorm(
                 let r = o.insert(&db, *parent, at, f).await;
                 seaorm_outcome(r, |ins| {
                     ids.push(ins.value);
-                    ins.outcome.position
+                    (ins.outcome.position, ins.outcome.changes)
                 })
             }
-            Move(i, at) => seaorm_outcome(o.move_to(&db, ids[*i], at.resolve(&ids)).await, pos),
+            Move(i, at) => {
+                let mut seen = None;
+                let req = Request::Move {
+                    item: ids[*i],
+                    at: at.resolve(&ids),
+                };
+                let r = o
+                    .apply(&db, req, |_, c| {
+                        seen = Some(c.clone());
+                        Box::pin(async { Ok(()) })
+                    })
+                    .await;
+                if let Ok(x) = &r {
+                    assert_eq!(seen.as_ref(), Some(&x.changes), "the hook's changes");
+                }
+                seaorm_outcome(r, pos)
+            }
             MoveTo(i, p, at) => seaorm_outcome(
                 o.move_to_parent(&db, ids[*i], *p, at.resolve(&ids)).await,
                 pos,
@@ -355,14 +506,18 @@ async fn run_seaorm(
             }
             Rebalance(p) => seaorm_outcome(o.rebalance(&db, *p).await, pos),
         };
+        check_step(tag, name, i, &before, &lists(&o, &db).await, &r);
         out.push(r);
     }
     let reader = match read_url {
         Some(u) => Database::connect(u).await.unwrap(),
         None => db,
     };
-    let mut rows = o.list(&reader, 1).await.unwrap();
-    rows.extend(o.list(&reader, 2).await.unwrap());
+    let rows = lists(&o, &reader).await;
+    out.push(versioned_step(
+        &rows,
+        o.list_versioned(&reader, 1).await.unwrap(),
+    ));
     (out, rows)
 }
 
@@ -405,6 +560,7 @@ fn compare(engine: &str, name: &str, d: Run, a: Run, s: Run) {
 async fn diesel_and_seaorm_agree_on_every_engine() {
     use diesel::Connection;
     let mut checked = 0;
+    let (mut listed_relabels, mut summaries) = (0, 0);
     for (name, keys, steps) in scripts() {
         // SQLite: one file per ORM
         let path = |orm: &str| std::env::temp_dir().join(format!("ordered-conf-{name}-{orm}.db"));
@@ -430,6 +586,10 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
             &steps,
         )
         .await;
+        for (_, c) in d.0.iter().flatten() {
+            listed_relabels += usize::from(c.rows.len() > 2);
+            summaries += usize::from(c.is_summarised());
+        }
         compare("sqlite", name, d, a, s);
         checked += 1;
         if let Some(u) = url("ORDERED_PG_URL") {
@@ -489,6 +649,11 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
         }
     }
     assert!(checked >= scripts().len());
+    // the scripts relabel both below and above the changes limit
+    assert!(
+        listed_relabels > 0 && summaries > 0,
+        "{listed_relabels} {summaries}"
+    );
 }
 
 /// The scripts on a MariaDB Galera Cluster (`ORDERED_GALERA_URLS`, from

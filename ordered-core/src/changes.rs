@@ -1,0 +1,164 @@
+//! Which rows an operation wrote, so that an application can push them to every open
+//! client (server-sent events, a WebSocket, an outbox) without re-reading the list.
+//!
+//! Every [`crate::Outcome`] carries a [`Changes`]: the item itself and every relabelled
+//! neighbour with its new collection and position, the removed items, and the new
+//! version of each collection the operation locked. A relabel of more rows than the
+//! operation's changes limit ([`DEFAULT_LIMIT`] unless the caller sets another) is
+//! summarised as a [`Relabelled`] range instead of listed row by row, so memory stays
+//! bounded even for a whole-collection rebalance: a client re-reads that range (or the
+//! collection).
+//!
+//! ```
+//! use ordered_core::changes::{Change, Changes};
+//! use ordered_core::Position;
+//!
+//! let mut changes = Changes::default();
+//! changes.record(Change { id: 7, parent: 1, position: Position::Int(2048) });
+//! // a later write of the same row replaces the earlier one
+//! changes.record(Change { id: 7, parent: 1, position: Position::Int(1536) });
+//! assert_eq!(changes.rows, [Change { id: 7, parent: 1, position: Position::Int(1536) }]);
+//! assert!(!changes.is_summarised());
+//! ```
+
+use crate::Id;
+use crate::position::Position;
+
+/// Relabels of up to this many rows are listed row by row in [`Changes::rows`]; larger
+/// ones are summarised in [`Changes::relabelled`].
+pub const DEFAULT_LIMIT: u64 = 1000;
+
+/// One row an operation wrote: its id, its collection and its new position.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Change {
+    /// The item.
+    pub id: Id,
+    /// Its collection after the operation.
+    pub parent: Id,
+    /// Its position after the operation.
+    pub position: Position,
+}
+
+/// A relabelled range too large to list (more rows than the changes limit): every row
+/// of `parent` whose position now lies in `first..=last` may have moved.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Relabelled {
+    /// The collection.
+    pub parent: Id,
+    /// The lowest new position in the range.
+    pub first: Position,
+    /// The highest new position in the range.
+    pub last: Position,
+    /// How many rows were relabelled.
+    pub rows: u64,
+}
+
+/// A collection's version after the operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ScopeVersion {
+    /// The collection.
+    pub parent: Id,
+    /// Its new version: what a client sends back as the expected version.
+    pub version: i64,
+}
+
+/// What an operation wrote. See the module docs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Changes {
+    /// The rows written, each once with its final collection and position, ordered by
+    /// collection, then position.
+    pub rows: Vec<Change>,
+    /// The items deleted.
+    pub removed: Vec<Id>,
+    /// Relabels too large to list (see [`Relabelled`]); empty unless the operation
+    /// relabelled more rows than its limit.
+    pub relabelled: Vec<Relabelled>,
+    /// The new version of each collection the operation locked, in lock order (empty
+    /// without a version column).
+    pub versions: Vec<ScopeVersion>,
+}
+
+impl Changes {
+    /// Records a row's new place; a later record of the same id replaces it.
+    pub fn record(&mut self, change: Change) {
+        self.removed.retain(|id| *id != change.id);
+        match self.rows.iter_mut().find(|c| c.id == change.id) {
+            Some(c) => *c = change,
+            None => self.rows.push(change),
+        }
+    }
+
+    /// Records a deleted row.
+    pub fn remove(&mut self, id: Id) {
+        self.rows.retain(|c| c.id != id);
+        if !self.removed.contains(&id) {
+            self.removed.push(id);
+        }
+    }
+
+    /// Whether some relabel was too large to list ([`Changes::relabelled`] is not
+    /// empty): the client must re-read those ranges.
+    pub fn is_summarised(&self) -> bool {
+        !self.relabelled.is_empty()
+    }
+
+    /// The new version of `parent`, if the operation locked it and the table has a
+    /// version column.
+    pub fn version_of(&self, parent: Id) -> Option<i64> {
+        self.versions
+            .iter()
+            .find(|v| v.parent == parent)
+            .map(|v| v.version)
+    }
+
+    /// Sorts the rows by collection, then position (the order the engine reports).
+    pub(crate) fn sort(&mut self) {
+        self.rows
+            .sort_by(|a, b| (a.parent, &a.position, a.id).cmp(&(b.parent, &b.position, b.id)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_removed_row_leaves_the_rows_and_a_rewritten_one_leaves_the_removed() {
+        let mut c = Changes::default();
+        c.record(Change {
+            id: 1,
+            parent: 9,
+            position: Position::Int(5),
+        });
+        c.remove(1);
+        assert!(c.rows.is_empty());
+        assert_eq!(c.removed, [1]);
+        c.record(Change {
+            id: 1,
+            parent: 8,
+            position: Position::Int(3),
+        });
+        assert!(c.removed.is_empty());
+        assert_eq!(c.rows.len(), 1);
+    }
+
+    #[test]
+    fn rows_sort_by_collection_then_position() {
+        let mut c = Changes::default();
+        for (id, parent, p) in [(1, 2, 10), (2, 1, 30), (3, 1, 20)] {
+            c.record(Change {
+                id,
+                parent,
+                position: Position::Int(p),
+            });
+        }
+        c.sort();
+        let ids: Vec<Id> = c.rows.iter().map(|r| r.id).collect();
+        assert_eq!(ids, [3, 2, 1]);
+        assert_eq!(c.version_of(1), None);
+    }
+}
