@@ -76,7 +76,7 @@ pub fn retried(spec: &Spec, req: &Request, attempt: u32, error: &dyn std::fmt::D
 
 /// The end of an operation: the span's last fields, an `INFO` event for a relabel, and
 /// the metrics. `result` is the outcome, or the code of the error returned
-/// ([`Error::code`], or the adapter's own code for a database failure).
+/// ([`crate::Error::code`], or the adapter's own code for a database failure).
 pub fn finished(
     span: &tracing::Span,
     spec: &Spec,
