@@ -647,9 +647,12 @@ impl Operation {
                     first,
                     step,
                     rows,
+                    hole_after,
                     ..
                 } => {
-                    let span = i64::try_from(*rows).unwrap_or(i64::MAX);
+                    // rank r goes to slot r - 1, one further after the hole
+                    let slots = rows.saturating_sub(1) + u64::from(hole_after < rows);
+                    let span = i64::try_from(slots).unwrap_or(i64::MAX);
                     let last = first.saturating_add(step.saturating_mul(span));
                     reads.push((*parent, *first, last, *rows));
                 }

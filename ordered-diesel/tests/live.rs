@@ -1,0 +1,345 @@
+//! What a live, multi-user app needs from every write, on the real engines: the changes
+//! each operation reports, the before-commit hook (committed, rolled back and retried with
+//! the operation), the versioned read, error codes and statuses (the span and the
+//! metrics: `observe.rs`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use common::*;
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use ordered_diesel::{Error, OrderingError, Placement, Position, RebalancePolicy, Request, Status};
+
+fn outbox<C: TestConn>(c: &mut C, t: &Tables) -> String {
+    let name = format!("{}_outbox", t.items);
+    let q = |x: &str| ordered_diesel::sql::quote(C::DIALECT, x);
+    c.exec(&format!("DROP TABLE IF EXISTS {}", q(&name)));
+    c.exec(&format!("CREATE TABLE {} (item BIGINT NOT NULL)", q(&name)));
+    name
+}
+
+fn note<C: TestConn>(c: &mut C, table: &str, item: i64) -> diesel::QueryResult<()> {
+    let q = ordered_diesel::sql::quote(C::DIALECT, table);
+    c.batch_execute(&format!("INSERT INTO {q} (item) VALUES ({item})"))
+}
+
+fn hook_commits_rolls_back_and_retries_with_the_operation<C: TestConn>(_: ()) {
+    let (mut c, t) = setup::<C>("live_hook", &TIGHT, RebalancePolicy::Window, &[1]);
+    let table = outbox(&mut c, &t);
+    let a = add(&mut c, &t, 1, Placement::Last, "a");
+    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let rows = |c: &mut C| {
+        let int = if C::DIALECT == ordered_diesel::Dialect::Mysql {
+            "SIGNED"
+        } else {
+            "BIGINT"
+        };
+        let q = ordered_diesel::sql::quote(C::DIALECT, &table);
+        count(
+            c,
+            &format!("SELECT CAST(COUNT(*) AS {int}) AS o_count FROM {q}"),
+        )
+    };
+
+    // committed with the move: one outbox row per changed row
+    let moved = ord(&t)
+        .apply(
+            &mut c,
+            Request::Move {
+                item: b,
+                at: Placement::Before(a),
+            },
+            |c, changes| {
+                for ch in &changes.rows {
+                    note(c, &table, ch.id)?;
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+    assert_eq!(moved.changes.rows.len(), 1, "{}", C::name());
+    assert_eq!(moved.changes.rows[0].id, b);
+    assert_eq!(
+        rows(&mut c),
+        1,
+        "{}: the hook's row is committed",
+        C::name()
+    );
+
+    // a failing hook rolls the whole operation back: the order, the version, the outbox
+    let v = version(&mut c, &t, 1);
+    let failed = ord(&t).apply(
+        &mut c,
+        Request::Move {
+            item: b,
+            at: Placement::Last,
+        },
+        |c, _| {
+            note(c, &table, -1)?;
+            Err(DieselError::RollbackTransaction)
+        },
+    );
+    assert!(
+        matches!(
+            failed,
+            Err(Error::Database(DieselError::RollbackTransaction))
+        ),
+        "{failed:?}"
+    );
+    assert_eq!(ids(&mut c, &t, 1), [b, a], "{}: nothing moved", C::name());
+    assert_eq!(version(&mut c, &t, 1), v);
+    assert_eq!(
+        rows(&mut c),
+        1,
+        "{}: the hook's row is rolled back",
+        C::name()
+    );
+
+    // a retryable failure in the hook retries the whole operation, hook included
+    let mut calls = 0;
+    let retried = ord(&t)
+        .apply(
+            &mut c,
+            Request::Move {
+                item: b,
+                at: Placement::Last,
+            },
+            |c, changes| {
+                calls += 1;
+                note(c, &table, changes.rows[0].id)?;
+                if calls == 1 {
+                    return Err(DieselError::DatabaseError(
+                        DatabaseErrorKind::SerializationFailure,
+                        Box::new("could not serialize access (injected by the test)".to_owned()),
+                    ));
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+    assert_eq!((calls, retried.attempts), (2, 2), "{}", C::name());
+    assert_eq!(ids(&mut c, &t, 1), [a, b]);
+    assert_eq!(
+        rows(&mut c),
+        2,
+        "{}: only the committed attempt's row is left",
+        C::name()
+    );
+
+    // inserts: the hook sees the new row's id
+    let mut seen = Vec::new();
+    let inserted = ord(&t)
+        .insert_with(
+            &mut c,
+            1,
+            Placement::First,
+            |c, slot| c.insert_item(&t, "c", &slot),
+            |_, changes| {
+                seen = changes.rows.iter().map(|r| r.id).collect();
+                Ok(())
+            },
+        )
+        .unwrap();
+    assert_eq!(seen, [inserted.value], "{}", C::name());
+    assert_eq!(inserted.outcome.changes.rows[0].id, inserted.value);
+    // an insert has no row to insert through apply
+    let refused = ord(&t).apply(
+        &mut c,
+        Request::Insert {
+            parent: 1,
+            at: Placement::Last,
+        },
+        |_, _| Ok(()),
+    );
+    assert_eq!(refused.unwrap_err().code(), "invalid_request");
+    drop_tables(&mut c, &t);
+}
+
+#[test]
+fn hook() {
+    each_engine!(hook_commits_rolls_back_and_retries_with_the_operation);
+}
+
+fn changes_list_relabels_and_summarise_above_the_limit<C: TestConn>(_: ()) {
+    let (mut c, t) = setup::<C>("live_changes", &TIGHT, RebalancePolicy::Window, &[1, 2]);
+    let first = add(&mut c, &t, 1, Placement::Last, "0");
+    let mut all = vec![first];
+    // fill the gap after `first` until a relabel
+    let relabel = loop {
+        let r = ord(&t)
+            .insert(&mut c, 1, Placement::After(first), |c, slot| {
+                c.insert_item(&t, "x", &slot)
+            })
+            .unwrap();
+        all.push(r.value);
+        if r.outcome.relabelled > 0 {
+            break r.outcome;
+        }
+    };
+    let now = sound(&mut c, &t, 1);
+    for ch in &relabel.changes.rows {
+        let row = now.iter().find(|r| r.id == ch.id).unwrap();
+        assert_eq!(
+            (row.parent, &row.position),
+            (ch.parent, &ch.position),
+            "{}",
+            C::name()
+        );
+    }
+    assert!(relabel.changes.rows.len() as u64 > relabel.relabelled);
+    assert_eq!(relabel.changes.versions.len(), 1);
+    assert_eq!(relabel.version, relabel.changes.version_of(1));
+
+    // a cross-collection move reports the item in its new collection and both versions
+    let moved = ord(&t)
+        .move_to_parent(&mut c, first, 2, Placement::Last)
+        .unwrap();
+    assert_eq!(moved.changes.rows.len(), 1);
+    assert_eq!(moved.changes.rows[0].parent, 2);
+    let parents: Vec<i64> = moved.changes.versions.iter().map(|v| v.parent).collect();
+    assert_eq!(
+        parents,
+        [1, 2],
+        "{}: both collections, in lock order",
+        C::name()
+    );
+
+    // a remove reports the removed id
+    let gone = ord(&t).remove(&mut c, first).unwrap();
+    assert_eq!(gone.changes.removed, [first]);
+
+    // above the limit, a rebalance is a summary covering every row
+    let n = ids(&mut c, &t, 1).len() as u64;
+    let summary = ord(&t).changes_limit(2).rebalance(&mut c, 1).unwrap();
+    assert!(summary.changes.rows.is_empty(), "{:?}", summary.changes);
+    let [range] = &summary.changes.relabelled[..] else {
+        panic!("one summarised range: {:?}", summary.changes)
+    };
+    assert_eq!(range.rows, n);
+    for r in sound(&mut c, &t, 1) {
+        assert!(
+            range.first <= r.position && r.position <= range.last,
+            "{}: {r:?} outside {range:?}",
+            C::name()
+        );
+    }
+    assert_eq!(
+        (range.first.clone(), range.last.clone()),
+        (Position::Int(4), Position::Int(4 * n as i64))
+    );
+    drop_tables(&mut c, &t);
+}
+
+#[test]
+fn changes() {
+    each_engine!(changes_list_relabels_and_summarise_above_the_limit);
+}
+
+fn versioned_read<C: TestConn>(_: ()) {
+    let (mut c, t) = setup::<C>("live_versioned", &GAPPED, RebalancePolicy::Window, &[1, 2]);
+    let empty = ord(&t).list_versioned(&mut c, 2).unwrap();
+    assert_eq!(
+        (empty.rows.len(), empty.version),
+        (0, Some(0)),
+        "{}",
+        C::name()
+    );
+    let missing = ord(&t).list_versioned(&mut c, 99).unwrap_err();
+    assert_eq!(
+        missing.ordering(),
+        Some(&OrderingError::ParentNotFound { parent: 99 })
+    );
+    let a = add(&mut c, &t, 1, Placement::Last, "a");
+    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let seen = ord(&t).list_versioned(&mut c, 1).unwrap();
+    assert_eq!(seen.rows, ord(&t).list(&mut c, 1).unwrap());
+    assert_eq!(seen.version, Some(version(&mut c, &t, 1)));
+    // a client that sends the version back wins once; a second client with it loses
+    ord(&t)
+        .expect_version(seen.version.unwrap())
+        .move_before(&mut c, b, a)
+        .unwrap();
+    let late = ord(&t)
+        .expect_version(seen.version.unwrap())
+        .move_before(&mut c, a, b);
+    assert_eq!(late.unwrap_err().code(), "version_conflict");
+    drop_tables(&mut c, &t);
+}
+
+#[test]
+fn versioned() {
+    each_engine!(versioned_read);
+}
+
+fn error_codes_and_statuses<C: TestConn>(_: ()) {
+    let (mut c, t) = setup::<C>("live_errors", &GAPPED, RebalancePolicy::Window, &[1]);
+    let a = add(&mut c, &t, 1, Placement::Last, "a");
+    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let x = add(&mut c, &t, 1, Placement::Last, "x");
+    let cases: Vec<(Error, &str, Status, u16)> = vec![
+        (
+            ord(&t)
+                .move_between(&mut c, x, Some(b), Some(a))
+                .unwrap_err(),
+            "stale_neighbours",
+            Status::Conflict,
+            409,
+        ),
+        (
+            ord(&t).move_before(&mut c, 999_999, a).unwrap_err(),
+            "not_found",
+            Status::NotFound,
+            404,
+        ),
+        (
+            ord(&t)
+                .insert(&mut c, 42, Placement::Last, |c, s| {
+                    c.insert_item(&t, "y", &s)
+                })
+                .unwrap_err(),
+            "parent_not_found",
+            Status::NotFound,
+            404,
+        ),
+        (
+            ord(&t).move_before(&mut c, a, a).unwrap_err(),
+            "self_reference",
+            Status::Unprocessable,
+            422,
+        ),
+        (
+            ord(&t).move_to_index(&mut c, a, 9).unwrap_err(),
+            "index_out_of_range",
+            Status::Unprocessable,
+            422,
+        ),
+        (
+            ord(&t)
+                .expect_version(0)
+                .move_to_end(&mut c, a)
+                .unwrap_err(),
+            "version_conflict",
+            Status::Conflict,
+            409,
+        ),
+    ];
+    for (e, code, status, http) in cases {
+        assert_eq!(
+            (e.code(), e.status(), e.status().http()),
+            (code, status, http),
+            "{}: {e}",
+            C::name()
+        );
+        let message = e.to_string();
+        assert!(
+            !message.contains("Some(") && !message.contains("None"),
+            "{message}"
+        );
+    }
+    drop_tables(&mut c, &t);
+}
+
+#[test]
+fn errors() {
+    each_engine!(error_codes_and_statuses);
+}
