@@ -16,7 +16,8 @@ fn every_operation_runs_in_a_span() {
 
     /// The `ordered.operation` spans by id, in creation order, with their fields.
     #[derive(Default, Clone)]
-    struct Spans(Arc<Mutex<Vec<(u64, Vec<(String, String)>)>>>);
+    struct Spans(Arc<Mutex<Vec<(u64, Recorded)>>>);
+    type Recorded = Vec<(String, String)>;
     struct Fields<'a>(&'a mut Vec<(String, String)>);
     impl Visit for Fields<'_> {
         fn record_debug(&mut self, f: &Field, v: &dyn std::fmt::Debug) {
