@@ -147,6 +147,60 @@ fn quote(key: &[u8]) -> String {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Alphabet {
     digits: &'static str,
+    /// Bit `c` is set for every digit `c` (all digits are ASCII): validation is one
+    /// branch-free test per byte.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    mask: u128,
+    /// The digits as at most three contiguous runs `(first, last - first)` (base 62: `0-9`,
+    /// `A-Z`, `a-z`), so validating a long key is a vectorised range test; `None` for an
+    /// alphabet with more runs (the bitmap is used).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    runs: Option<[(u8, u8); 3]>,
+}
+
+/// The contiguous runs of an ascending alphabet, if there are at most three.
+const fn runs_of(digits: &str) -> Option<[(u8, u8); 3]> {
+    let b = digits.as_bytes();
+    if b.is_empty() {
+        return None;
+    }
+    let mut runs = [(b[0], 0u8); 3];
+    let mut n = 0;
+    let mut i = 1;
+    while i < b.len() {
+        if b[i] == b[i - 1].wrapping_add(1) {
+            runs[n].1 += 1;
+        } else {
+            n += 1;
+            if n == 3 {
+                return None;
+            }
+            runs[n] = (b[i], 0);
+        }
+        i += 1;
+    }
+    // unused runs repeat the first, so that they accept nothing new
+    let mut j = n + 1;
+    while j < 3 {
+        runs[j] = runs[0];
+        j += 1;
+    }
+    Some(runs)
+}
+
+/// The digit bitmap of an alphabet (characters outside ASCII are left out; `custom`
+/// refuses them).
+const fn mask_of(digits: &str) -> u128 {
+    let b = digits.as_bytes();
+    let mut mask = 0u128;
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] < 128 {
+            mask |= 1u128 << b[i];
+        }
+        i += 1;
+    }
+    mask
 }
 
 impl fmt::Debug for Alphabet {
@@ -165,10 +219,18 @@ impl Alphabet {
     /// `0-9A-Za-z`, the reference's default.
     pub const BASE62: Alphabet = Alphabet {
         digits: "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+        mask: mask_of("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
+        runs: runs_of("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
     };
     /// Printable ASCII from space to `~`.
     pub const BASE95: Alphabet = Alphabet {
         digits: " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~",
+        mask: mask_of(
+            " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~",
+        ),
+        runs: runs_of(
+            " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~",
+        ),
     };
 
     /// A custom alphabet: 2 to 95 printable ASCII characters in strictly ascending order.
@@ -200,7 +262,11 @@ impl Alphabet {
                 reason: "its characters must be strictly ascending",
             });
         }
-        Ok(Alphabet { digits })
+        Ok(Alphabet {
+            digits,
+            mask: mask_of(digits),
+            runs: runs_of(digits),
+        })
     }
 
     /// The digits, in ascending order.
@@ -230,10 +296,29 @@ impl Alphabet {
         *self.d().get(v).unwrap_or(&self.d()[self.d().len() - 1])
     }
 
-    fn smallest_integer(&self) -> Vec<u8> {
-        let mut v = vec![b'A'];
-        v.extend(std::iter::repeat_n(self.zero(), 26));
-        v
+    /// Whether `int` is the smallest integer part, `A` and 26 zero digits (reserved).
+    fn is_smallest_integer(&self, int: &[u8]) -> bool {
+        let zero = self.zero();
+        int.len() == 27 && int[0] == b'A' && int[1..].iter().all(|&c| c == zero)
+    }
+
+    fn is_digit(&self, c: u8) -> bool {
+        c < 128 && self.mask & (1u128 << c) != 0
+    }
+
+    /// Whether every byte is a digit: range tests without branches, 32 bytes at a time
+    /// (which the compiler vectorises), or the bitmap.
+    fn all_digits(&self, bytes: &[u8]) -> bool {
+        match self.runs {
+            Some([(l0, n0), (l1, n1), (l2, n2)]) => bytes.chunks(32).all(|chunk| {
+                chunk.iter().fold(true, |ok, &c| {
+                    ok & ((c.wrapping_sub(l0) <= n0)
+                        | (c.wrapping_sub(l1) <= n1)
+                        | (c.wrapping_sub(l2) <= n2))
+                })
+            }),
+            None => bytes.iter().fold(true, |ok, &c| ok & self.is_digit(c)),
+        }
     }
 
     /// Checks that `key` is a valid key in this alphabet.
@@ -250,11 +335,14 @@ impl Alphabet {
             key: quote(key),
             head: head as char,
         })?;
-        if let Some((offset, &byte)) = key
-            .iter()
-            .enumerate()
-            .skip(1)
-            .find(|(_, c)| self.value(**c).is_none())
+        // one pass without branches over the whole key, the position only on failure
+        let rest = key.get(1..).unwrap_or(&[]);
+        if !self.all_digits(rest)
+            && let Some((offset, &byte)) = key
+                .iter()
+                .enumerate()
+                .skip(1)
+                .find(|(_, c)| !self.is_digit(**c))
         {
             return Err(KeyError::InvalidChar {
                 key: quote(key),
@@ -262,7 +350,7 @@ impl Alphabet {
                 byte,
             });
         }
-        if key == self.smallest_integer().as_slice() {
+        if self.is_smallest_integer(key) {
             return Err(KeyError::SmallestInteger { key: quote(key) });
         }
         if len > key.len() {
@@ -298,10 +386,8 @@ impl Alphabet {
             (None, None) => vec![b'a', self.zero()],
             (None, Some((ib, fb))) => {
                 let b = b.unwrap_or_default();
-                if ib == self.smallest_integer().as_slice() {
-                    let mut k = ib.to_vec();
-                    k.extend(self.midpoint(&[], Some(fb))?);
-                    k
+                if self.is_smallest_integer(ib) {
+                    self.with_midpoint(ib, &[], Some(fb))?
                 } else if ib.len() < b.len() {
                     ib.to_vec()
                 } else {
@@ -310,18 +396,12 @@ impl Alphabet {
                 }
             }
             (Some((ia, fa)), None) => match self.increment(ia) {
-                Some(i) => i,
-                None => {
-                    let mut k = ia.to_vec();
-                    k.extend(self.midpoint(fa, None)?);
-                    k
-                }
+                Some(i) => i.as_slice().to_vec(),
+                None => self.with_midpoint(ia, fa, None)?,
             },
             (Some((ia, fa)), Some((ib, fb))) => {
                 if ia == ib {
-                    let mut k = ia.to_vec();
-                    k.extend(self.midpoint(fa, Some(fb))?);
-                    k
+                    self.with_midpoint(ia, fa, Some(fb))?
                 } else {
                     let i = self
                         .increment(ia)
@@ -329,11 +409,9 @@ impl Alphabet {
                             key: quote(a.unwrap_or_default()),
                         })?;
                     if i.as_slice() < b.unwrap_or_default() {
-                        i
+                        i.as_slice().to_vec()
                     } else {
-                        let mut k = ia.to_vec();
-                        k.extend(self.midpoint(fa, None)?);
-                        k
+                        self.with_midpoint(ia, fa, None)?
                     }
                 }
             }
@@ -431,10 +509,22 @@ impl Alphabet {
     }
 
     /// The digits strictly between fractions `0.a` and `0.b` (`None`: 1.0), iteratively.
-    fn midpoint(&self, mut a: &[u8], mut b: Option<&[u8]>) -> Result<Vec<u8>, KeyError> {
+    /// `int` followed by the midpoint of the fractional parts `a` and `b`, in one buffer.
+    fn with_midpoint(&self, int: &[u8], a: &[u8], b: Option<&[u8]>) -> Result<Vec<u8>, KeyError> {
+        let mut out = Vec::with_capacity(int.len() + a.len().max(b.map_or(0, <[u8]>::len)) + 2);
+        out.extend_from_slice(int);
+        self.midpoint_into(&mut out, a, b)?;
+        Ok(out)
+    }
+
+    fn midpoint_into(
+        &self,
+        out: &mut Vec<u8>,
+        mut a: &[u8],
+        mut b: Option<&[u8]>,
+    ) -> Result<(), KeyError> {
         let zero = self.zero();
         let base = self.base() as i64;
-        let mut out = Vec::new();
         if let Some(bb) = b
             && a >= bb
         {
@@ -445,9 +535,11 @@ impl Alphabet {
         }
         loop {
             if let Some(bb) = b {
-                let mut n = 0;
-                while n < bb.len() && *a.get(n).unwrap_or(&zero) == bb[n] {
-                    n += 1;
+                // the common prefix: a byte comparison over the shorter length, then `a`
+                // padded with zero digits
+                let mut n = a.iter().zip(bb).take_while(|(x, y)| x == y).count();
+                if n == a.len() {
+                    n += leading(&bb[n..], zero);
                 }
                 if n > 0 {
                     if n == bb.len() {
@@ -470,12 +562,12 @@ impl Alphabet {
             };
             if db - da > 1 {
                 out.push(self.digit(((da + db + 1) / 2) as usize));
-                return Ok(out);
+                return Ok(());
             }
             match b {
                 Some(bb) if bb.len() > 1 => {
                     out.push(bb[0]);
-                    return Ok(out);
+                    return Ok(());
                 }
                 _ => {
                     out.push(self.digit(da as usize));
@@ -486,32 +578,40 @@ impl Alphabet {
         }
     }
 
-    fn increment(&self, x: &[u8]) -> Option<Vec<u8>> {
+    /// The next integer part after `x`, on the stack (integer parts are at most 27
+    /// bytes, and an increment adds at most one).
+    fn increment(&self, x: &[u8]) -> Option<IntPart> {
         let head = *x.first()?;
         let zero = self.zero();
-        let mut trailing: Vec<u8> = Vec::new();
+        if x.len() > INT_MAX {
+            return None;
+        }
+        let mut k = IntPart::default();
         for i in (1..x.len()).rev() {
             let d = self.value(x[i])? + 1;
-            if d == self.base() {
-                trailing.push(zero);
-            } else {
-                let mut k = x[..i].to_vec();
+            if d < self.base() {
+                // x[..i], the incremented digit, then zeros for the digits that carried
+                k.extend(&x[..i]);
                 k.push(self.digit(d));
-                k.extend(&trailing);
+                for _ in i + 1..x.len() {
+                    k.push(zero);
+                }
                 return Some(k);
             }
         }
+        // every digit carried: the next head, with one digit more or less
+        let carried = x.len() - 1;
         let hi = HEADS.iter().position(|&h| h == head)?;
         let h = *HEADS.get(hi + 1)?;
         let delta = int_len(h)? as i64 - int_len(head)? as i64;
-        let mut k = vec![h];
-        match delta.cmp(&0) {
-            std::cmp::Ordering::Greater => {
-                k.extend(&trailing);
-                k.push(zero);
-            }
-            std::cmp::Ordering::Less => k.extend(trailing.get(1..).unwrap_or(&[])),
-            std::cmp::Ordering::Equal => k.extend(&trailing),
+        k.push(h);
+        let zeros = match delta.cmp(&0) {
+            std::cmp::Ordering::Greater => carried + 1,
+            std::cmp::Ordering::Less => carried.saturating_sub(1),
+            std::cmp::Ordering::Equal => carried,
+        };
+        for _ in 0..zeros {
+            k.push(zero);
         }
         Some(k)
     }
@@ -627,6 +727,44 @@ impl Alphabet {
         }
         self.key_between_unique(a, b, &bytes_to_string(suffix))
     }
+}
+
+/// The longest integer part (head `z` or `A`: 27 bytes).
+const INT_MAX: usize = 27;
+
+/// An integer part on the stack.
+#[derive(Default)]
+struct IntPart {
+    bytes: [u8; INT_MAX + 1],
+    len: usize,
+}
+
+impl IntPart {
+    fn push(&mut self, b: u8) {
+        // callers stay within INT_MAX + 1 bytes; a longer part is cut, never a panic
+        if let Some(slot) = self.bytes.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+    fn extend(&mut self, bs: &[u8]) {
+        for &b in bs {
+            self.push(b);
+        }
+    }
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// How many bytes at the start of `bytes` equal `byte`, 16 at a time.
+fn leading(bytes: &[u8], byte: u8) -> usize {
+    let whole = bytes
+        .chunks_exact(16)
+        .take_while(|c| *c == [byte; 16])
+        .count()
+        * 16;
+    whole + bytes[whole..].iter().take_while(|&&c| c == byte).count()
 }
 
 fn bytes_to_string(v: Vec<u8>) -> String {

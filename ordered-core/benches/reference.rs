@@ -1,0 +1,143 @@
+//! Keys against the reference, in one run: `key_between` ns per key for three patterns of
+//! 10,000 keys (append to the end; between random neighbours of a 1,000-key list; a hot
+//! gap, each key between `a0` and the previous one), median of 5 runs, beside Rocicorp's
+//! `fractional-indexing` running the same patterns under node, with the ratio. Both sides
+//! must end with the same keys. When node or the npm package is missing the reference
+//! side is skipped, and the benchmark says so.
+//!
+//! ```sh
+//! (cd tools && npm install --no-save fractional-indexing@4.0.0)
+//! cargo bench -p ordered-core --bench reference
+//! ```
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use ordered_core::key::key_between;
+
+const N: usize = 10_000;
+const RUNS: usize = 5;
+
+/// The LCG the node side uses.
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+}
+
+fn k(a: Option<&str>, b: Option<&str>) -> String {
+    key_between(a, b).expect("a valid pair")
+}
+
+fn append() -> String {
+    let mut last: Option<String> = None;
+    for _ in 0..N {
+        last = Some(k(black_box(last.as_deref()), None));
+    }
+    last.unwrap_or_default()
+}
+
+fn random(list: &[String], gaps: &[usize]) -> String {
+    let mut out = String::new();
+    for &g in gaps {
+        out = k(black_box(Some(&list[g])), black_box(Some(&list[g + 1])));
+    }
+    out
+}
+
+fn hot() -> String {
+    let mut hi = "a1".to_owned();
+    for _ in 0..N {
+        hi = k(black_box(Some("a0")), black_box(Some(&hi)));
+    }
+    hi
+}
+
+/// Median ns per key over `RUNS` timed runs (after one warm-up), and the last key.
+fn time(f: &dyn Fn() -> String) -> (f64, String) {
+    let mut last = f();
+    let mut ns: Vec<f64> = (0..RUNS)
+        .map(|_| {
+            let t = Instant::now();
+            last = f();
+            t.elapsed().as_nanos() as f64 / N as f64
+        })
+        .collect();
+    ns.sort_by(f64::total_cmp);
+    (ns[RUNS / 2], last)
+}
+
+/// The node side's JSON line, parsed: pattern -> (ns, last key).
+fn reference() -> Result<Vec<(String, f64, String)>, String> {
+    let tools = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tools");
+    if !tools.join("node_modules/fractional-indexing").exists() {
+        return Err(format!(
+            "the npm package is not installed (cd {} && npm install --no-save fractional-indexing@4.0.0)",
+            tools.display()
+        ));
+    }
+    let out = Command::new("node")
+        .arg(tools.join("bench-reference.mjs"))
+        .output()
+        .map_err(|e| format!("node is not available ({e})"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("node's output: {e}"))?;
+    Ok(["append", "random", "hot"]
+        .iter()
+        .map(|p| {
+            (
+                (*p).to_owned(),
+                v[p]["ns"].as_f64().unwrap_or(f64::NAN),
+                v[p]["last"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect())
+}
+
+fn main() {
+    let mut list = vec![k(None, None)];
+    for i in 1..1000 {
+        let next = k(Some(&list[i - 1]), None);
+        list.push(next);
+    }
+    let mut lcg = Lcg(12345);
+    let gaps: Vec<usize> = (0..N)
+        .map(|_| (lcg.next() % (list.len() as u64 - 1)) as usize)
+        .collect();
+    let ours = [
+        ("append", time(&append)),
+        ("random", time(&|| random(&list, &gaps))),
+        ("hot", time(&hot)),
+    ];
+    println!("key_between, ns per key ({N} keys per pattern, median of {RUNS} runs)");
+    match reference() {
+        Err(why) => {
+            println!("fractional-indexing: skipped: {why}");
+            for (p, (ns, _)) in &ours {
+                println!("  {p:<7} ours {ns:>8.1}");
+            }
+        }
+        Ok(theirs) => {
+            println!("  pattern      ours  fractional-indexing 4.0.0 (node)  ratio");
+            let mut same = true;
+            for ((p, (ns, last)), (_, rns, rlast)) in ours.iter().zip(&theirs) {
+                same &= last == rlast;
+                println!("  {p:<7} {ns:>9.1}  {rns:>32.1}  {:>5.1}x", rns / ns);
+            }
+            assert!(same, "the two sides produced different keys");
+            println!("  both sides ended with the same keys");
+        }
+    }
+}
