@@ -123,6 +123,17 @@ impl Request {
         }
     }
 
+    /// Refuses an insert where the caller has no row to insert (the adapters' `apply`,
+    /// whose inserts go through `insert_with`): [`Error::InvalidRequest`].
+    pub fn without_insert(self) -> Result<Request, Error> {
+        match self {
+            Request::Insert { .. } => Err(Error::InvalidRequest(
+                "an insert needs the row to insert: call insert_with",
+            )),
+            other => Ok(other),
+        }
+    }
+
     /// The collection the request names, if it names one (inserts, cross-collection
     /// moves, reorders, rebalances); moves name their item instead.
     pub fn scope(&self) -> Option<Id> {

@@ -160,25 +160,32 @@ fn is_key(spec: &Spec) -> bool {
 
 /// The columns every item read selects, aliased `o_id`, `o_parent`, `o_pos`.
 fn item_columns(b: &mut B, spec: &Spec) {
-    b.cast_int(|b| {
-        b.id(spec.id);
-    })
-    .s(" AS o_id, ")
-    .cast_int(|b| {
-        b.id(spec.parent);
-    })
-    .s(" AS o_parent, ");
+    item_columns_of(b, spec, None);
+}
+
+/// [`item_columns`] of the table named `alias` in a join.
+fn item_columns_of(b: &mut B, spec: &Spec, alias: Option<&str>) {
+    let col = |b: &mut B, ident: &str| {
+        if let Some(a) = alias {
+            b.s(a).s(".");
+        }
+        b.id(ident);
+    };
+    b.cast_int(|b| col(b, spec.id))
+        .s(" AS o_id, ")
+        .cast_int(|b| col(b, spec.parent))
+        .s(" AS o_parent, ");
     if is_key(spec) {
         if b.d == Dialect::Mysql {
             // the column is VARBINARY (byte order, no padding); hand it back as text
-            b.s("CAST(").id(spec.position).s(" AS CHAR)");
+            b.s("CAST(");
+            col(b, spec.position);
+            b.s(" AS CHAR)");
         } else {
-            b.id(spec.position);
+            col(b, spec.position);
         }
     } else {
-        b.cast_int(|b| {
-            b.id(spec.position);
-        });
+        b.cast_int(|b| col(b, spec.position));
     }
     b.s(" AS o_pos");
 }
@@ -392,23 +399,9 @@ pub fn list_versioned(d: Dialect, spec: &Spec, parent: Id) -> Statement {
             b.s("0");
         }
     })
-    .s(" AS o_version, ")
-    .cast_int(|b| col(b, "o_i", spec.id))
-    .s(" AS o_id, ")
-    .cast_int(|b| col(b, "o_i", spec.parent))
-    .s(" AS o_parent, ");
-    if is_key(spec) {
-        if d == Dialect::Mysql {
-            b.s("CAST(");
-            col(&mut b, "o_i", spec.position);
-            b.s(" AS CHAR)");
-        } else {
-            col(&mut b, "o_i", spec.position);
-        }
-    } else {
-        b.cast_int(|b| col(b, "o_i", spec.position));
-    }
-    b.s(" AS o_pos FROM ")
+    .s(" AS o_version, ");
+    item_columns_of(&mut b, spec, Some("o_i"));
+    b.s(" FROM ")
         .id(spec.parent_table)
         .s(" o_p LEFT JOIN ")
         .id(spec.table)
@@ -431,16 +424,7 @@ pub fn at(d: Dialect, spec: &Spec, parent: Id, position: &Position) -> Statement
     let mut b = B::new(d);
     b.s("SELECT ");
     item_columns(&mut b, spec);
-    b.s(" FROM ")
-        .id(spec.table)
-        .s(" WHERE ")
-        .id(spec.parent)
-        .s(" = ")
-        .i(parent)
-        .s(" AND ")
-        .id(spec.position)
-        .s(" = ")
-        .bind(position.into());
+    slot_filter(&mut b, spec, parent, " = ", position);
     b.done(Returns::Rows)
 }
 
@@ -451,7 +435,14 @@ pub fn count_before(d: Dialect, spec: &Spec, parent: Id, position: &Position) ->
         .cast_int(|b| {
             b.s("COUNT(*)");
         })
-        .s(" AS o_count FROM ")
+        .s(" AS o_count");
+    slot_filter(&mut b, spec, parent, " < ", position);
+    b.done(Returns::Count)
+}
+
+/// ` FROM items WHERE parent = ? AND position <op> ?`.
+fn slot_filter(b: &mut B, spec: &Spec, parent: Id, op: &str, position: &Position) {
+    b.s(" FROM ")
         .id(spec.table)
         .s(" WHERE ")
         .id(spec.parent)
@@ -459,9 +450,8 @@ pub fn count_before(d: Dialect, spec: &Spec, parent: Id, position: &Position) ->
         .i(parent)
         .s(" AND ")
         .id(spec.position)
-        .s(" < ")
+        .s(op)
         .bind(position.into());
-    b.done(Returns::Count)
 }
 
 /// The statements of one planned write.

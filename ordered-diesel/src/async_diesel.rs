@@ -494,11 +494,7 @@ impl Ordering {
         C: AsyncOrderedConnection,
         H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
     {
-        if matches!(req, Request::Insert { .. }) {
-            return Err(Error::Ordering(ordered_core::Error::InvalidRequest(
-                "an insert needs the row to insert: call insert_with",
-            )));
-        }
+        let req = req.without_insert()?;
         type NoInsert<C> = for<'a> fn(&'a mut C, Slot) -> InsertFuture<'a, ()>;
         self.execute::<C, (), NoInsert<C>, H>(conn, req, None, Some(before_commit))
             .await

@@ -102,14 +102,7 @@ pub(crate) mod rows {
     /// The reply to a [`ordered_core::Returns::Listed`] statement.
     pub(crate) fn listed_int(rows: Vec<ListedIntRow>) -> Reply {
         listed(rows.into_iter().map(|r| {
-            let row = match (r.o_id, r.o_parent, r.o_pos) {
-                (Some(id), Some(parent), Some(p)) => Some(Row {
-                    id,
-                    parent,
-                    position: Position::Int(p),
-                }),
-                _ => None,
-            };
+            let row = item(r.o_id, r.o_parent, r.o_pos.map(Position::Int));
             (r.o_version, row)
         }))
     }
@@ -117,16 +110,18 @@ pub(crate) mod rows {
     /// The reply to a [`ordered_core::Returns::Listed`] statement on a key table.
     pub(crate) fn listed_key(rows: Vec<ListedKeyRow>) -> Reply {
         listed(rows.into_iter().map(|r| {
-            let row = match (r.o_id, r.o_parent, r.o_pos) {
-                (Some(id), Some(parent), Some(p)) => Some(Row {
-                    id,
-                    parent,
-                    position: Position::Key(p),
-                }),
-                _ => None,
-            };
+            let row = item(r.o_id, r.o_parent, r.o_pos.map(Position::Key));
             (r.o_version, row)
         }))
+    }
+
+    /// The item of a joined row; `None` for an empty collection's row.
+    fn item(id: Option<i64>, parent: Option<i64>, position: Option<Position>) -> Option<Row> {
+        Some(Row {
+            id: id?,
+            parent: parent?,
+            position: position?,
+        })
     }
 
     fn listed(rows: impl Iterator<Item = (i64, Option<Row>)>) -> Reply {

@@ -417,11 +417,7 @@ impl Ordering {
         C: OrderedConnection,
         H: FnMut(&mut C, &Changes) -> QueryResult<()>,
     {
-        if matches!(req, Request::Insert { .. }) {
-            return Err(Error::Ordering(ordered_core::Error::InvalidRequest(
-                "an insert needs the row to insert: call insert_with",
-            )));
-        }
+        let req = req.without_insert()?;
         self.execute::<C, ()>(conn, req, None, Some(&mut before_commit))
             .map(|(o, _)| o)
     }

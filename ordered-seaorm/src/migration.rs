@@ -84,11 +84,8 @@ pub async fn create_parent_table(
     columns: &[(&str, &str)],
 ) -> Result<(), DbErr> {
     let d = engine(manager)?;
-    apply(
-        manager,
-        &ordered_core::migration::create_parent_table(d, spec, columns).up,
-    )
-    .await
+    let m = ordered_core::migration::create_parent_table(d, spec, columns);
+    apply(manager, &m.up).await
 }
 
 /// Creates a new ordered table (`id`, the parent column, your `columns`, the position
@@ -99,11 +96,8 @@ pub async fn create_ordered_table(
     columns: &[(&str, &str)],
 ) -> Result<(), DbErr> {
     let d = engine(manager)?;
-    apply(
-        manager,
-        &ordered_core::migration::create_table(d, spec, columns).up,
-    )
-    .await
+    let m = ordered_core::migration::create_table(d, spec, columns);
+    apply(manager, &m.up).await
 }
 
 /// Drops a table made by [`create_ordered_table`].

@@ -641,11 +641,7 @@ impl Ordering {
         C: OrderedConnection,
         H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
     {
-        if matches!(req, Request::Insert { .. }) {
-            return Err(Error::Ordering(ordered_core::Error::InvalidRequest(
-                "an insert needs the row to insert: call insert_with",
-            )));
-        }
+        let req = req.without_insert()?;
         self.execute::<C, (), NoInsert, H>(db, req, None, Some(before_commit))
             .await
             .map(|(o, _)| o)
