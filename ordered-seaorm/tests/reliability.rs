@@ -1,4 +1,4 @@
-//! The reliability scenarios that depend on the adapter (docs/RELIABILITY.md), through
+//! The reliability scenarios that depend on the adapter (docs/CONCURRENCY.md), through
 //! SeaORM: async tasks sharing a connection pool smaller than the number of writers,
 //! the caller's own transactions, and a connection killed in the middle of a relabel,
 //! on every engine. Writes `target/ordered-reliability-seaorm.md`.

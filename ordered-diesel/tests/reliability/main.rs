@@ -1,4 +1,4 @@
-//! The reliability suite (docs/RELIABILITY.md) on the real engines, at the listed
+//! The reliability suite (docs/CONCURRENCY.md) on the real engines, at the listed
 //! isolation levels: contention (C1-C6), stale requests (S1-S5), bad input against the
 //! engines (B4-B7; the key functions' B1-B3 are ordered-core's fixture and property tests
 //! and the fuzz target), engine behaviour (E1-E5) and retries (R1-R2).

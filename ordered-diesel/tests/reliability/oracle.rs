@@ -1,4 +1,4 @@
-//! The linearization oracle of docs/RELIABILITY.md: every library write appends its
+//! The linearization oracle of docs/CONCURRENCY.md: every library write appends its
 //! request to `o_ops_log` as the last statement of its transaction, while the parent
 //! locks are held. Writers of one parent are serialised by its lock, so the log's ids
 //! follow their commit order; replaying the log against an in-memory list per parent
