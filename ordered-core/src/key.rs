@@ -51,7 +51,7 @@ pub enum KeyError {
     #[error("empty key: a key has at least a head and one digit, such as `a0`")]
     Empty,
     /// A byte outside the alphabet (or outside `A-Za-z` for the head).
-    #[error("invalid key {key:?}: byte {byte:#04x} at offset {offset} is not in the alphabet")]
+    #[error("invalid key `{key}`: byte {byte:#04x} at offset {offset} is not in the alphabet")]
     InvalidChar {
         /// The key, truncated.
         key: String,
@@ -61,7 +61,7 @@ pub enum KeyError {
         byte: u8,
     },
     /// The first character is not a valid integer head.
-    #[error("invalid key head {head:?} in {key:?}: a key starts with a letter A-Z or a-z")]
+    #[error("invalid key head `{head}` in `{key}`: a key starts with a letter A-Z or a-z")]
     InvalidHead {
         /// The key, truncated.
         key: String,
@@ -69,7 +69,7 @@ pub enum KeyError {
         head: char,
     },
     /// The key is shorter than the integer part its head announces.
-    #[error("invalid key {key:?}: its head announces an integer part of {expected} characters")]
+    #[error("invalid key `{key}`: its head announces an integer part of {expected} characters")]
     IntegerTooShort {
         /// The key, truncated.
         key: String,
@@ -77,20 +77,20 @@ pub enum KeyError {
         expected: usize,
     },
     /// The fractional part ends in the zero digit, so the key has a shorter spelling.
-    #[error("invalid key {key:?}: the fractional part ends in the zero digit")]
+    #[error("invalid key `{key}`: the fractional part ends in the zero digit")]
     TrailingZero {
         /// The key, truncated.
         key: String,
     },
     /// The smallest integer (`A` followed by 26 zero digits) is reserved: nothing sorts
     /// below it.
-    #[error("invalid key {key:?}: the smallest integer is reserved")]
+    #[error("invalid key `{key}`: the smallest integer is reserved")]
     SmallestInteger {
         /// The key, truncated.
         key: String,
     },
     /// The lower bound is not strictly below the upper bound.
-    #[error("keys out of order: {lower:?} is not below {upper:?}; re-read the neighbours")]
+    #[error("keys out of order: `{lower}` is not below `{upper}`; re-read the neighbours")]
     OutOfOrder {
         /// The lower bound, truncated.
         lower: String,
@@ -99,13 +99,13 @@ pub enum KeyError {
     },
     /// Nothing can be placed below the given key with its head (the integer part is
     /// already the smallest representable).
-    #[error("cannot generate a key below {key:?}: the integer part cannot shrink further")]
+    #[error("cannot generate a key below `{key}`: the integer part cannot shrink further")]
     CannotDecrement {
         /// The key, truncated.
         key: String,
     },
     /// Nothing can be placed above the given key with its head.
-    #[error("cannot generate a key above {key:?}: the integer part cannot grow further")]
+    #[error("cannot generate a key above `{key}`: the integer part cannot grow further")]
     CannotIncrement {
         /// The key, truncated.
         key: String,
