@@ -154,6 +154,18 @@ pub enum Error {
         /// The collection the operation locked first.
         parent: Id,
     },
+    /// The table does not have what the protocol relies on (found by the adapters'
+    /// `check_schema`, or by a relabel that a non-deferrable constraint refused). Nothing
+    /// was written.
+    #[error("table {table}: {problem}; {fix}")]
+    SchemaMismatch {
+        /// The ordered table.
+        table: String,
+        /// What is wrong.
+        problem: &'static str,
+        /// The statement or change that fixes it.
+        fix: String,
+    },
     /// The request cannot be run this way (an insert passed where no row can be
     /// inserted). Nothing was written.
     #[error("invalid request: {0}")]
@@ -221,7 +233,7 @@ impl Error {
     /// `index_out_of_range`, `reorder_mismatch`, `invalid_position`, `invalid_key`,
     /// `parent_changed`, `already_applied`, `key_collation`,
     /// `version_column_required`, `commit_dropped`, `partially_applied`,
-    /// `invalid_request`, `inconsistent`.
+    /// `invalid_request`, `schema_mismatch`, `inconsistent`.
     ///
     /// ```
     /// use ordered_core::{Error, error::Status};
@@ -255,6 +267,7 @@ impl Error {
             Error::CommitDropped => "commit_dropped",
             Error::PartiallyApplied { .. } => "partially_applied",
             Error::InvalidRequest(_) => "invalid_request",
+            Error::SchemaMismatch { .. } => "schema_mismatch",
             Error::Inconsistent(_) => "inconsistent",
         }
     }
@@ -280,6 +293,7 @@ impl Error {
             | Error::KeyCollation { .. }
             | Error::VersionColumnRequired { .. }
             | Error::PartiallyApplied { .. }
+            | Error::SchemaMismatch { .. }
             | Error::Inconsistent(_) => Status::Internal,
         }
     }

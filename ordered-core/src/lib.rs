@@ -67,4 +67,4 @@ pub use sql::{Arg, Dialect, Returns, Statement};
 pub use strategy::{
     Dense, Fractional, Gapped, PositionStrategy, RebalancePolicy, Spread, SpreadMode,
 };
-pub use verify::{Report, check_key_order, verify};
+pub use verify::{Report, check_key_order, check_schema, verify};

@@ -418,6 +418,52 @@ pub fn list_versioned(d: Dialect, spec: &Spec, parent: Id) -> Statement {
     b.done(Returns::Listed)
 }
 
+/// The schema probe of [`crate::verify::check_schema`]: one row `o_count`, 0 when no
+/// unique constraint or index covers exactly `(parent, position)` (a partial index does
+/// not count), 1 when one of them is not deferrable (PostgreSQL, where the
+/// one-statement relabel needs `DEFERRABLE`), 2 when the table is as the protocol needs
+/// it. MySQL/MariaDB and SQLite relabel through the temporary range and need no
+/// deferrable constraint: 2 for any such unique index.
+pub fn schema_probe(d: Dialect, spec: &Spec) -> Statement {
+    let mut b = B::new(d);
+    let cols = |b: &mut B| {
+        b.bind(Arg::Text(spec.parent.to_owned()))
+            .s(", ")
+            .bind(Arg::Text(spec.position.to_owned()));
+    };
+    match d {
+        Dialect::Postgres => {
+            b.s("SELECT CAST(COALESCE(MIN(CASE WHEN c.condeferrable THEN 2 ELSE 1 END), 0) AS BIGINT) AS o_count \
+                 FROM pg_index i LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.contype = 'u' \
+                 WHERE i.indrelid = to_regclass(quote_ident(")
+                .bind(Arg::Text(spec.table.to_owned()))
+                .s(")) AND i.indisunique AND i.indpred IS NULL AND i.indnatts = 2 \
+                   AND (SELECT COUNT(*) FROM pg_attribute a WHERE a.attrelid = i.indrelid \
+                   AND a.attnum = ANY(i.indkey) AND a.attname IN (");
+            cols(&mut b);
+            b.s(")) = 2");
+        }
+        Dialect::Mysql => {
+            b.s("SELECT CAST(2 * COUNT(*) AS SIGNED) AS o_count FROM (SELECT INDEX_NAME \
+                 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ")
+                .bind(Arg::Text(spec.table.to_owned()))
+                .s(" AND NON_UNIQUE = 0 GROUP BY INDEX_NAME HAVING COUNT(*) = 2 AND SUM(COLUMN_NAME IN (");
+            cols(&mut b);
+            b.s(")) = 2 LIMIT 1) o_u");
+        }
+        Dialect::Sqlite => {
+            b.s("SELECT 2 * COUNT(*) AS o_count FROM (SELECT l.name FROM pragma_index_list(")
+                .bind(Arg::Text(spec.table.to_owned()))
+                .s(") l WHERE l.\"unique\" = 1 AND l.partial = 0 \
+                   AND (SELECT COUNT(*) FROM pragma_index_info(l.name)) = 2 \
+                   AND (SELECT COUNT(*) FROM pragma_index_info(l.name) WHERE name IN (");
+            cols(&mut b);
+            b.s(")) = 2 LIMIT 1)");
+        }
+    }
+    b.done(Returns::Count)
+}
+
 /// The item of `parent` at `position` (zero or one row: `(parent, position)` is
 /// unique): how an operation learns the id of a row the caller inserted.
 pub fn at(d: Dialect, spec: &Spec, parent: Id, position: &Position) -> Statement {

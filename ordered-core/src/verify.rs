@@ -6,6 +6,49 @@ use crate::plan::Row;
 use crate::position::{Position, PositionKind};
 use crate::spec::Spec;
 
+/// The answer to [`crate::sql::schema_probe`]: `Ok` when the table has a unique
+/// constraint on `(parent, position)` the protocol can relabel through (deferrable on
+/// PostgreSQL), else [`Error::SchemaMismatch`] saying what to change. Run it at startup
+/// or in a migration test, beside [`check_key_order`], when adopting an existing table.
+///
+/// ```
+/// use ordered_core::{Dialect, Spec, verify::check_schema};
+///
+/// const CARDS: Spec = Spec::new("cards", "column_id", "columns");
+/// assert!(check_schema(Dialect::Postgres, &CARDS, 2).is_ok());
+/// let e = check_schema(Dialect::Postgres, &CARDS, 1).unwrap_err();
+/// assert!(e.to_string().contains("DEFERRABLE INITIALLY IMMEDIATE"), "{e}");
+/// ```
+pub fn check_schema(d: crate::Dialect, spec: &Spec, probe: i64) -> Result<(), Error> {
+    let name = spec.unique_name();
+    let cols = format!("({}, {})", spec.parent, spec.position);
+    match probe {
+        2.. => Ok(()),
+        1 => Err(Error::SchemaMismatch {
+            table: spec.table.to_owned(),
+            problem: "its unique constraint on (scope, position) is not deferrable, and PostgreSQL then refuses the one-statement relabel the library runs when a gap is full",
+            fix: format!(
+                "replace it with ALTER TABLE {t} ADD CONSTRAINT {name} UNIQUE {cols} DEFERRABLE INITIALLY IMMEDIATE (drop the old constraint or unique index in the same migration)",
+                t = spec.table
+            ),
+        }),
+        _ => Err(Error::SchemaMismatch {
+            table: spec.table.to_owned(),
+            problem: "no unique constraint covers exactly (scope, position), so nothing stops two rows from taking one place",
+            fix: match d {
+                crate::Dialect::Postgres => format!(
+                    "add ALTER TABLE {t} ADD CONSTRAINT {name} UNIQUE {cols} DEFERRABLE INITIALLY IMMEDIATE, as the generated migration does",
+                    t = spec.table
+                ),
+                _ => format!(
+                    "add CREATE UNIQUE INDEX {name} ON {t} {cols}, as the generated migration does",
+                    t = spec.table
+                ),
+            },
+        }),
+    }
+}
+
 /// What [`verify`] found wrong with a collection. Empty lists mean it is sound.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

@@ -60,8 +60,8 @@ use tracing::Instrument;
 
 use crate::error::{Error, Result};
 use crate::ops::{
-    Inserted, Settled, Slot, after_rollback, causal_reply, commit_error, committed, escaped,
-    galera_flag, settle, unexpected,
+    Inserted, Settled, Slot, after_rollback, causal_reply, commit_error, committed,
+    duplicate_error, escaped, galera_flag, settle, unexpected,
 };
 
 /// What an insert closure returns: a boxed future of the caller's own insert, which
@@ -347,6 +347,12 @@ impl Ordering {
             match settle(&self.s.spec, &req, &mut attempts, attempt, result)? {
                 Settled::Done(v) => return Ok(v),
                 Settled::Retry(pause) => tokio::time::sleep(pause).await,
+                Settled::Duplicate(e) => {
+                    let probe = conn
+                        .run(&sql::schema_probe(C::DIALECT, &self.s.spec), false)
+                        .await;
+                    return Err(duplicate_error(C::DIALECT, &self.s.spec, e, probe));
+                }
             }
         }
     }
@@ -822,6 +828,15 @@ impl Ordering {
         let stmt = sql::list_versioned(C::DIALECT, &self.s.spec, parent);
         let reply = read(conn, &stmt, self.s.is_key()).await?;
         Ok(Listing::from_reply(&self.s.spec, parent, reply)?)
+    }
+
+    /// [`crate::Ordering::check_schema`].
+    pub async fn check_schema<C: AsyncOrderedConnection>(&self, conn: &mut C) -> Result<()> {
+        let stmt = sql::schema_probe(C::DIALECT, &self.s.spec);
+        match conn.run(&stmt, false).await? {
+            Reply::Count(n) => Ok(ordered_core::check_schema(C::DIALECT, &self.s.spec, n)?),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// [`crate::Ordering::index_of`].

@@ -209,6 +209,10 @@ impl Ordering {
             match settle(&self.s.spec, &req, &mut attempts, attempt, result)? {
                 Settled::Done(v) => return Ok(v),
                 Settled::Retry(pause) => std::thread::sleep(pause),
+                Settled::Duplicate(e) => {
+                    let probe = conn.run(&sql::schema_probe(C::DIALECT, &self.s.spec), false);
+                    return Err(duplicate_error(C::DIALECT, &self.s.spec, e, probe));
+                }
             }
         }
     }
@@ -737,6 +741,27 @@ impl Ordering {
         Ok(ordered_core::verify(&self.s.spec, &rows))
     }
 
+    /// Checks the table for what the protocol relies on: a unique constraint on exactly
+    /// `(scope, position)`, deferrable on PostgreSQL (the one-statement relabel needs
+    /// it). A problem is [`ordered_core::Error::SchemaMismatch`], which says the statement
+    /// that fixes it. Run it at startup or in a migration test when adopting an existing
+    /// table, beside [`Ordering::check_key_order`]; it reads the catalog, no rows.
+    ///
+    /// ```
+    /// # include!("../doctest_setup.rs");
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let conn = &mut setup();
+    /// // the generated migration creates the constraint
+    /// ordered_diesel::Ordering::of::<Track>().check_schema(conn)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn check_schema<C: OrderedConnection>(&self, conn: &mut C) -> Result<()> {
+        match conn.run(&sql::schema_probe(C::DIALECT, &self.s.spec), false)? {
+            Reply::Count(n) => Ok(ordered_core::check_schema(C::DIALECT, &self.s.spec, n)?),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Checks that the key column sorts by raw bytes, by behaviour rather than by the
     /// catalog: the engine sorts and deduplicates a set of probe strings under the
     /// column's collation, and any difference from byte order is
@@ -788,6 +813,25 @@ pub(crate) enum Settled<T> {
     Done(T),
     /// Retry after this pause.
     Retry(std::time::Duration),
+    /// A duplicate position came back after the retry: return this error, unless the
+    /// schema probe ([`sql::schema_probe`]) explains it (a PostgreSQL constraint that is
+    /// not deferrable).
+    Duplicate(Error),
+}
+
+/// The error to return for [`Settled::Duplicate`], given the reply to the schema probe.
+pub(crate) fn duplicate_error(
+    d: ordered_core::Dialect,
+    spec: &Spec,
+    err: Error,
+    probe: QueryResult<Reply>,
+) -> Error {
+    match probe {
+        Ok(Reply::Count(n)) => {
+            ordered_core::check_schema(d, spec, n).map_or_else(Error::from, |()| err)
+        }
+        _ => err,
+    }
 }
 
 /// The end of one attempt, for the sync and the async adapter alike: a success gets its
@@ -814,6 +858,13 @@ pub(crate) fn settle<T>(
         Error::Ordering(e) if e.is_retryable() => Class::Retry,
         _ => Class::Fatal,
     };
+    // a duplicate on a key the spec does not name: the caller's row, or a unique index on
+    // (scope, position) under another name, which the schema probe can tell
+    if matches!(&err, Error::Database(e) if classify(e) == Class::RetryOnce)
+        && class == Class::Fatal
+    {
+        return Ok(Settled::Duplicate(err));
+    }
     match attempts.after_failure(class) {
         Ok(pause) => {
             observe::retried(spec, req, attempt, &err);
@@ -826,9 +877,12 @@ pub(crate) fn settle<T>(
             },
             other => other,
         }),
-        // a bug, or a table changed behind the library's back
-        Err(Stop::DuplicateAgain) => Err(Error::Ordering(ordered_core::Error::Inconsistent(
-            format!("a duplicate position survived a retry ({err})"),
+        // a bug, a table changed behind the library's back, or (the caller checks) a
+        // constraint that cannot be deferred
+        Err(Stop::DuplicateAgain) => Ok(Settled::Duplicate(Error::Ordering(
+            ordered_core::Error::Inconsistent(format!(
+                "a duplicate position survived a retry ({err})"
+            )),
         ))),
         Err(Stop::Fatal) => Err(err),
     }

@@ -343,3 +343,69 @@ fn error_codes_and_statuses<C: TestConn>(_: ()) {
 fn errors() {
     each_engine!(error_codes_and_statuses);
 }
+
+fn adopting_an_existing_table<C: TestConn>(_: ()) {
+    let (mut c, t) = setup::<C>("live_adopt", &TIGHT, RebalancePolicy::Window, &[1]);
+    // the generated migration: as the protocol needs it
+    ord(&t).check_schema(&mut c).unwrap();
+
+    // an app's own table, without a unique constraint on (scope, position)
+    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let id = match C::DIALECT {
+        ordered_diesel::Dialect::Postgres => "BIGSERIAL PRIMARY KEY",
+        ordered_diesel::Dialect::Mysql => "BIGINT AUTO_INCREMENT PRIMARY KEY",
+        ordered_diesel::Dialect::Sqlite => "INTEGER PRIMARY KEY",
+    };
+    c.exec(&format!("DROP TABLE {}", q(t.items)));
+    c.exec(&format!(
+        "CREATE TABLE {} (id {id}, parent_id BIGINT NOT NULL, title VARCHAR(100) NOT NULL, position BIGINT NOT NULL)",
+        q(t.items)
+    ));
+    let e = ord(&t).check_schema(&mut c).unwrap_err();
+    assert_eq!(e.code(), "schema_mismatch", "{}", C::name());
+    assert!(e.to_string().contains("no unique constraint"), "{e}");
+
+    // a plain unique index: enough where the library relabels through the temporary
+    // range; on PostgreSQL the one-statement relabel needs it deferrable
+    c.exec(&format!(
+        "CREATE UNIQUE INDEX o_live_adopt_u ON {} (parent_id, position)",
+        q(t.items)
+    ));
+    let checked = ord(&t).check_schema(&mut c);
+    let a = add(&mut c, &t, 1, Placement::Last, "a");
+    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    // a swap rewrites both rows in one statement on PostgreSQL, through a transient
+    // duplicate that only a deferrable constraint lets pass (the other engines park the
+    // rows in the temporary range first)
+    let before = sound(&mut c, &t, 1);
+    let swapped = ord(&t).swap(&mut c, a, b);
+    if C::DIALECT == ordered_diesel::Dialect::Postgres {
+        let e = checked.unwrap_err();
+        assert!(
+            e.to_string().contains("DEFERRABLE INITIALLY IMMEDIATE"),
+            "{e}"
+        );
+        // the write says the same, instead of pointing at verify and heal
+        let at_write = swapped.unwrap_err();
+        assert_eq!(at_write.code(), "schema_mismatch", "{at_write}");
+        assert!(
+            at_write.to_string().contains("not deferrable"),
+            "{at_write}"
+        );
+        assert_eq!(
+            sound(&mut c, &t, 1),
+            before,
+            "the refused swap wrote nothing"
+        );
+    } else {
+        checked.unwrap();
+        swapped.unwrap();
+        assert_eq!(ids(&mut c, &t, 1), [b, a], "{}", C::name());
+    }
+    drop_tables(&mut c, &t);
+}
+
+#[test]
+fn adopt() {
+    each_engine!(adopting_an_existing_table);
+}

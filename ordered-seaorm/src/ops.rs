@@ -519,6 +519,16 @@ impl Ordering {
                 Error::Ordering(e) if e.is_retryable() => Class::Retry,
                 _ => Class::Fatal,
             };
+            // a duplicate on a key the spec does not name: the caller's row, or a unique
+            // index on (scope, position) under another name, which the probe can tell
+            if matches!(&err, Error::Database(e) if classify(e) == Class::RetryOnce)
+                && class == Class::Fatal
+            {
+                return Err(match self.schema(db).await {
+                    Err(e @ Error::Ordering(ordered_core::Error::SchemaMismatch { .. })) => e,
+                    _ => err,
+                });
+            }
             match attempts.after_failure(class) {
                 Ok(pause) => {
                     observe::retried(&self.s.spec, &req, attempt, &err);
@@ -534,10 +544,15 @@ impl Ordering {
                     });
                 }
                 Err(Stop::DuplicateAgain) => {
-                    // a bug, or a table changed behind the library's back
-                    return Err(Error::Ordering(ordered_core::Error::Inconsistent(format!(
+                    // a bug, a table changed behind the library's back, or a constraint
+                    // that cannot be deferred (the schema probe tells)
+                    let refused = Error::Ordering(ordered_core::Error::Inconsistent(format!(
                         "a duplicate position survived a retry ({err})"
-                    ))));
+                    )));
+                    return Err(match self.schema(db).await {
+                        Err(e @ Error::Ordering(ordered_core::Error::SchemaMismatch { .. })) => e,
+                        _ => refused,
+                    });
                 }
                 Err(Stop::Fatal) => return Err(err),
             }
@@ -900,6 +915,23 @@ impl Ordering {
     pub async fn verify<C: ConnectionTrait>(&self, db: &C, parent: Id) -> Result<Report> {
         let rows = self.list(db, parent).await?;
         Ok(ordered_core::verify(&self.s.spec, &rows))
+    }
+
+    /// Checks the table for what the protocol relies on: a unique constraint on exactly
+    /// `(scope, position)`, deferrable on PostgreSQL (the one-statement relabel needs
+    /// it). A problem is [`ordered_core::Error::SchemaMismatch`], which says the statement
+    /// that fixes it. Run it at startup or in a migration test when adopting an existing
+    /// table, beside [`Ordering::check_key_order`]; it reads the catalog, no rows.
+    pub async fn check_schema<C: ConnectionTrait>(&self, db: &C) -> Result<()> {
+        self.schema(db).await
+    }
+
+    async fn schema<C: ConnectionTrait>(&self, db: &C) -> Result<()> {
+        let d = dialect(db.get_database_backend())?;
+        match run(db, &sql::schema_probe(d, &self.s.spec), false).await? {
+            Reply::Count(n) => Ok(ordered_core::check_schema(d, &self.s.spec, n)?),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// Checks that the key column sorts by raw bytes, by behaviour rather than by the

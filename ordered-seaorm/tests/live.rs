@@ -272,6 +272,24 @@ async fn a_live_board_on_every_engine() {
             .unwrap_err();
         assert_eq!(stale_move.code(), "self_reference");
 
+        // the schema as the protocol needs it; an adopted table without the constraint is not
+        cards.check_schema(&db).await.unwrap();
+        exec(&db, "DROP TABLE IF EXISTS live_plain").await;
+        exec(
+            &db,
+            "CREATE TABLE live_plain (id BIGINT PRIMARY KEY, column_id BIGINT NOT NULL, position BIGINT NOT NULL)",
+        )
+        .await;
+        let plain =
+            ordered_seaorm::Ordering::new(Spec::new("live_plain", "column_id", "live_columns"));
+        let e = plain.check_schema(&db).await.unwrap_err();
+        assert_eq!(
+            (e.code(), e.status()),
+            ("schema_mismatch", Status::Internal),
+            "{engine}: {e}"
+        );
+        exec(&db, "DROP TABLE live_plain").await;
+
         // one bound for generic code
         assert_eq!(
             bump_to_top::<card::Entity, _>(&db, a.value.id)
