@@ -55,7 +55,11 @@ pub enum Backfill<'a> {
     /// The table is empty (or new): no backfill.
     None,
     /// Number each collection in the order of these columns (e.g. creation time then
-    /// id), with a window function, one statement for the whole table.
+    /// id), with a window function, one statement for the whole table. Each entry is a
+    /// column name, optionally followed by `ASC` or `DESC` (`"created_at DESC"` keeps a
+    /// newest-first order); the names are quoted and qualified with the table, so a
+    /// misspelt one is an error on every engine (SQLite would otherwise read an unknown
+    /// quoted name as a string constant and order by nothing).
     By(&'a [&'a str]),
 }
 
@@ -207,22 +211,35 @@ fn backfill_value(d: Dialect, spec: &Spec, rn: &str) -> String {
     }
 }
 
+/// One backfill order entry: `column`, `column ASC` or `column DESC` (any case), the
+/// column quoted and qualified with the ranked table's alias; anything else is quoted
+/// whole, as a column name the engine will refuse.
+fn order_item(d: Dialect, item: &str) -> String {
+    let trimmed = item.trim();
+    let (name, dir) = match trimmed.rsplit_once(char::is_whitespace) {
+        Some((name, dir)) if dir.eq_ignore_ascii_case("asc") => (name.trim_end(), " ASC"),
+        Some((name, dir)) if dir.eq_ignore_ascii_case("desc") => (name.trim_end(), " DESC"),
+        _ => (trimmed, ""),
+    };
+    format!("o_s.{}{dir}", q(d, name))
+}
+
 /// One statement numbering every collection of the table in the given order.
 pub fn backfill_sql(d: Dialect, spec: &Spec, order_by: &[&str]) -> String {
     let t = q(d, spec.table);
     let id = q(d, spec.id);
     let pos = q(d, spec.position);
     let order = if order_by.is_empty() {
-        id.clone()
+        format!("o_s.{id}")
     } else {
         order_by
             .iter()
-            .map(|c| q(d, c))
+            .map(|c| order_item(d, c))
             .collect::<Vec<_>>()
             .join(", ")
     };
     let ranked = format!(
-        "(SELECT {id} AS o_rid, ROW_NUMBER() OVER (PARTITION BY {} ORDER BY {order}) AS o_rn FROM {t}) AS o_r",
+        "(SELECT o_s.{id} AS o_rid, ROW_NUMBER() OVER (PARTITION BY o_s.{} ORDER BY {order}) AS o_rn FROM {t} AS o_s) AS o_r",
         q(d, spec.parent)
     );
     let value = backfill_value(d, spec, "o_r.o_rn");

@@ -225,6 +225,22 @@ fn identifiers_are_quoted() {
 }
 
 #[test]
+fn backfill_orders_take_a_direction_and_qualified_names() {
+    let sql = migration::backfill_sql(
+        Dialect::Sqlite,
+        &TRACKS,
+        &["created_at DESC", "id asc", "title"],
+    );
+    assert!(
+        sql.contains(r#"ORDER BY o_s."created_at" DESC, o_s."id" ASC, o_s."title")"#),
+        "{sql}"
+    );
+    // anything else is one quoted name, which the engine refuses as an unknown column
+    let odd = migration::backfill_sql(Dialect::Postgres, &TRACKS, &["created_at; DROP"]);
+    assert!(odd.contains(r#"ORDER BY o_s."created_at; DROP")"#), "{odd}");
+}
+
+#[test]
 fn migrations_per_engine() {
     let pg = migration::add_ordering(
         Dialect::Postgres,
@@ -236,7 +252,7 @@ fn migrations_per_engine() {
         vec![
             r#"ALTER TABLE "playlists" ADD COLUMN "version" BIGINT NOT NULL DEFAULT 0"#,
             r#"ALTER TABLE "tracks" ADD COLUMN "position" BIGINT NULL"#,
-            r#"UPDATE "tracks" AS o_t SET "position" = o_r.o_rn * 1024 FROM (SELECT "id" AS o_rid, ROW_NUMBER() OVER (PARTITION BY "playlist_id" ORDER BY "created_at", "id") AS o_rn FROM "tracks") AS o_r WHERE o_t."id" = o_r.o_rid"#,
+            r#"UPDATE "tracks" AS o_t SET "position" = o_r.o_rn * 1024 FROM (SELECT o_s."id" AS o_rid, ROW_NUMBER() OVER (PARTITION BY o_s."playlist_id" ORDER BY o_s."created_at", o_s."id") AS o_rn FROM "tracks" AS o_s) AS o_r WHERE o_t."id" = o_r.o_rid"#,
             r#"ALTER TABLE "tracks" ALTER COLUMN "position" SET NOT NULL"#,
             r#"ALTER TABLE "tracks" ADD CONSTRAINT "tracks_position_domain" CHECK ("position" BETWEEN -4611686018427387904 AND 4611686018427387903)"#,
             r#"ALTER TABLE "tracks" ADD CONSTRAINT "tracks_playlist_id_position_key" UNIQUE ("playlist_id", "position") DEFERRABLE INITIALLY IMMEDIATE"#,

@@ -133,6 +133,30 @@ fn expand_and_contract<C: TestConn>(_: ()) {
             "{}: the position column survived the down migration",
             C::name()
         );
+        // a newest-first backfill: a direction per column
+        let newest =
+            migrations::add_ordering(d, &t.spec, Backfill::By(&["created_at DESC", "id desc"]));
+        for stmt in &newest.up {
+            c.exec(stmt);
+        }
+        // `n`, inserted through the library, has the default created_at (0): oldest
+        assert_eq!(
+            ids(&mut c, &t, 1),
+            [1, 6, 4, 2, n],
+            "{} {sname}: newest first",
+            C::name()
+        );
+        assert_eq!(ids(&mut c, &t, 2), [3, 5]);
+        // a misspelt column is an error on every engine, SQLite included (no silent
+        // order by a string constant)
+        let misspelt = migrations::backfill_sql(d, &t.spec, &["created_att"]);
+        let refused = c.batch_execute(&misspelt);
+        assert!(
+            refused.is_err(),
+            "{} {sname}: {misspelt} was accepted",
+            C::name()
+        );
+        assert_eq!(ids(&mut c, &t, 1), [1, 6, 4, 2, n]);
         let _ = std::fs::remove_dir_all(&dir);
         drop_tables(&mut c, &t);
     }
