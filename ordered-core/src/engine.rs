@@ -230,6 +230,68 @@ impl Settings {
     }
 }
 
+/// The options of an adapter's `Ordering` (a struct with one `s: Settings` field), one
+/// definition for every front (Diesel sync, diesel-async, SeaORM); each front adds its
+/// own `new` and `of`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! settings_options {
+    () => {
+        /// Refuse the next writes with [`ordered_core::Error::VersionConflict`] unless
+        /// the collection is at `version` (the one a client read; needs a version
+        /// column).
+        pub fn expect_version(mut self, version: i64) -> Self {
+            self.s.expected = Some(version);
+            self
+        }
+
+        /// Sets the retry policy.
+        pub fn retry(mut self, policy: $crate::RetryPolicy) -> Self {
+            self.s.retry = policy;
+            self
+        }
+
+        /// Relabels of more than `rows` rows are summarised in the outcome's
+        /// [`Changes::relabelled`](ordered_core::Changes::relabelled) instead of listed
+        /// row by row (1000 by default), which bounds the memory a whole-collection
+        /// relabel takes.
+        pub fn changes_limit(mut self, rows: u64) -> Self {
+            self.s.changes_limit = rows;
+            self
+        }
+
+        /// The table description.
+        pub fn spec(&self) -> &$crate::Spec {
+            &self.s.spec
+        }
+
+        /// Makes inserts idempotent: `id` is the id the caller's new row will have (a
+        /// client-generated id). Under the parent lock the library looks it up first; if
+        /// the row exists, an earlier attempt committed (one that ended with
+        /// `CommitUnknown`, say) and the insert returns
+        /// [`ordered_core::Error::AlreadyApplied`] without writing. Moves and deletes
+        /// ignore it.
+        pub fn idempotent(mut self, id: $crate::Id) -> Self {
+            self.s.idempotency = Some(id);
+            self
+        }
+
+        #[doc(hidden)]
+        pub fn with_controls(mut self, controls: $crate::Controls) -> Self {
+            self.s.controls = controls;
+            self
+        }
+
+        /// A statement run last inside every write, while the locks are held (the
+        /// reliability suite's operations log).
+        #[doc(hidden)]
+        pub fn with_final_statement(mut self, log: $crate::FinalStatement) -> Self {
+            self.s.log = Some(log);
+            self
+        }
+    };
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Start,

@@ -53,8 +53,8 @@ use std::pin::Pin;
 use diesel::result::{Error as DieselError, QueryResult};
 use ordered_core::retry::Attempts;
 use ordered_core::{
-    Action, Changes, Controls, Dialect, FinalStatement, Id, Listing, Ordered, Outcome, Placement,
-    Reply, Report, Request, RetryPolicy, Row, Settings, Spec, Statement, observe, sql,
+    Action, Changes, Dialect, Id, Listing, Ordered, Outcome, Placement, Reply, Report, Request,
+    Row, Settings, Spec, Statement, observe, sql,
 };
 use tracing::Instrument;
 
@@ -314,7 +314,6 @@ impl Ordering {
         H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
         T: Send,
     {
-        let req = req.clone();
         let mut attempts = Attempts::new(self.s.retry);
         loop {
             let attempt = attempts.begin();
@@ -331,20 +330,20 @@ impl Ordering {
                     attempts.use_policy(self.s.retry_on(galera));
                     match conn.begin_own().await {
                         Ok(()) => {
-                            self.own_transaction(conn, &req, insert.as_mut(), hook.as_mut(), galera)
+                            self.own_transaction(conn, req, insert.as_mut(), hook.as_mut(), galera)
                                 .await
                         }
                         Err(DieselError::AlreadyInTransaction) => {
                             // inside the caller's transaction: a savepoint, no retries
                             return self
-                                .savepoint(conn, &req, insert.as_mut(), hook.as_mut(), galera)
+                                .savepoint(conn, req, insert.as_mut(), hook.as_mut(), galera)
                                 .await;
                         }
                         Err(e) => Err(Error::from(e)),
                     }
                 }
             };
-            match settle(&self.s.spec, &req, &mut attempts, attempt, result)? {
+            match settle(&self.s.spec, req, &mut attempts, attempt, result)? {
                 Settled::Done(v) => return Ok(v),
                 Settled::Retry(pause) => tokio::time::sleep(pause).await,
                 Settled::Duplicate(e) => {

@@ -4,8 +4,8 @@
 use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::result::{DatabaseErrorKind, Error as DieselError, QueryResult};
 use ordered_core::{
-    Action, Changes, Controls, FinalStatement, Id, Listing, Ordered, Outcome, Placement, Position,
-    Reply, Report, Request, RetryPolicy, Row, Settings, Spec, observe, sql,
+    Action, Changes, Id, Listing, Ordered, Outcome, Placement, Position, Reply, Report, Request,
+    Row, Settings, Spec, observe, sql,
 };
 
 use crate::conn::OrderedConnection;
@@ -72,60 +72,10 @@ macro_rules! settings_builders {
             Self::new(M::SPEC)
         }
 
-        /// Refuse the next writes with [`ordered_core::Error::VersionConflict`] unless
-        /// the collection is at `version` (the one a client read; needs a version
-        /// column).
-        pub fn expect_version(mut self, version: i64) -> Self {
-            self.s.expected = Some(version);
-            self
-        }
-
-        /// Sets the retry policy.
-        pub fn retry(mut self, policy: RetryPolicy) -> Self {
-            self.s.retry = policy;
-            self
-        }
-
-        /// Relabels of more than `rows` rows are summarised in the outcome's
-        /// [`Changes::relabelled`](ordered_core::Changes::relabelled) instead of listed
-        /// row by row (1000 by default), which bounds the memory a whole-collection
-        /// relabel takes.
-        pub fn changes_limit(mut self, rows: u64) -> Self {
-            self.s.changes_limit = rows;
-            self
-        }
-
-        /// The table description.
-        pub fn spec(&self) -> &Spec {
-            &self.s.spec
-        }
-
-        /// Makes inserts idempotent: `id` is the id the caller's new row will have (a
-        /// client-generated id). Under the parent lock the library looks it up first; if
-        /// the row exists, an earlier attempt committed (one that ended with
-        /// `CommitUnknown`, say) and the insert returns
-        /// [`ordered_core::Error::AlreadyApplied`] without writing. Moves and deletes
-        /// ignore it.
-        pub fn idempotent(mut self, id: Id) -> Self {
-            self.s.idempotency = Some(id);
-            self
-        }
-
-        #[doc(hidden)]
-        pub fn with_controls(mut self, controls: Controls) -> Self {
-            self.s.controls = controls;
-            self
-        }
-
-        /// A statement run last inside every write, while the locks are held (the
-        /// reliability suite's operations log).
-        #[doc(hidden)]
-        pub fn with_final_statement(mut self, log: FinalStatement) -> Self {
-            self.s.log = Some(log);
-            self
-        }
+        ordered_core::settings_options!();
     };
 }
+#[cfg(feature = "async")]
 pub(crate) use settings_builders;
 
 /// The caller's insert of a new row.
@@ -169,7 +119,6 @@ impl Ordering {
     where
         C: OrderedConnection,
     {
-        let req = req.clone();
         let mut attempts = ordered_core::retry::Attempts::new(self.s.retry);
         loop {
             let attempt = attempts.begin();
@@ -187,7 +136,7 @@ impl Ordering {
                     match AnsiTransactionManager::begin_transaction_sql(conn, C::BEGIN) {
                         Ok(()) => self.own_transaction(
                             conn,
-                            &req,
+                            req,
                             insert.as_deref_mut(),
                             hook.as_deref_mut(),
                             galera,
@@ -196,7 +145,7 @@ impl Ordering {
                             // inside the caller's transaction: a savepoint, no retries
                             return self.savepoint(
                                 conn,
-                                &req,
+                                req,
                                 insert.as_deref_mut(),
                                 hook.as_deref_mut(),
                                 galera,
@@ -206,7 +155,7 @@ impl Ordering {
                     }
                 }
             };
-            match settle(&self.s.spec, &req, &mut attempts, attempt, result)? {
+            match settle(&self.s.spec, req, &mut attempts, attempt, result)? {
                 Settled::Done(v) => return Ok(v),
                 Settled::Retry(pause) => std::thread::sleep(pause),
                 Settled::Duplicate(e) => {

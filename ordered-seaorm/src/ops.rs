@@ -7,9 +7,8 @@ use std::pin::Pin;
 
 use ordered_core::retry::{Attempts, Class, Stop, classify_message, is_connection_lost, refine};
 use ordered_core::{
-    Action, Arg, Changes, Controls, Dialect, FinalStatement, Id, Listing, Outcome, Placement,
-    Position, Reply, Report, Request, RetryPolicy, Returns, Row, Settings, Spec, Statement,
-    observe, sql,
+    Action, Arg, Changes, Dialect, Id, Listing, Outcome, Placement, Position, Reply, Report,
+    Request, Returns, Row, Settings, Spec, Statement, observe, sql,
 };
 use sea_orm::{
     ActiveModelBehavior, ActiveModelTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr,
@@ -344,52 +343,7 @@ impl Ordering {
         Self::new(E::spec())
     }
 
-    /// Refuse the next writes with [`ordered_core::Error::VersionConflict`] unless the
-    /// collection is at `version` (needs a version column).
-    pub fn expect_version(mut self, version: i64) -> Self {
-        self.s.expected = Some(version);
-        self
-    }
-
-    /// Sets the retry policy.
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.s.retry = policy;
-        self
-    }
-
-    /// Relabels of more than `rows` rows are summarised in the outcome's
-    /// [`Changes::relabelled`] instead of listed (1000 by default).
-    pub fn changes_limit(mut self, rows: u64) -> Self {
-        self.s.changes_limit = rows;
-        self
-    }
-
-    /// The table description.
-    pub fn spec(&self) -> &Spec {
-        &self.s.spec
-    }
-
-    /// Makes inserts idempotent: `id` is the id the caller's new row will have (a
-    /// client-generated id). Under the parent lock the library looks it up first; if the
-    /// row exists, an earlier attempt committed (one that ended with `CommitUnknown`,
-    /// say) and the insert returns [`ordered_core::Error::AlreadyApplied`] without
-    /// writing. Moves and deletes ignore it.
-    pub fn idempotent(mut self, id: Id) -> Self {
-        self.s.idempotency = Some(id);
-        self
-    }
-
-    #[doc(hidden)]
-    pub fn with_controls(mut self, controls: Controls) -> Self {
-        self.s.controls = controls;
-        self
-    }
-
-    #[doc(hidden)]
-    pub fn with_final_statement(mut self, log: FinalStatement) -> Self {
-        self.s.log = Some(log);
-        self
-    }
+    ordered_core::settings_options!();
 
     /// Runs `req` in the operation's span.
     async fn execute<C, T, F, H>(
