@@ -34,7 +34,7 @@ use std::collections::VecDeque;
 use crate::Id;
 use crate::changes::{self, Change, Changes, Relabelled, ScopeVersion};
 use crate::error::Error;
-use crate::plan::{self, Plan, RangeRead, Read, Reads, Request, Row, Step, Write};
+use crate::plan::{self, Placement, Plan, RangeRead, Read, Reads, Request, Row, Step, Write};
 use crate::position::Position;
 use crate::position::PositionKind;
 use crate::retry::RetryPolicy;
@@ -80,6 +80,9 @@ pub enum Reply {
     Affected(u64),
     /// The caller's insert ran.
     Inserted,
+    /// Tagged item rows ([`sql::Returns::Tagged`]): each row with the `o_q` of the part
+    /// of the fused read it answers.
+    Tagged(Vec<(i64, Row)>),
     /// A versioned list ([`sql::Returns::Listed`]): the parent's version (`None` when
     /// the parent row does not exist) and the items, in order.
     Listed {
@@ -311,6 +314,10 @@ enum Awaiting {
     Nothing,
     Read(Read),
     Lock(Id),
+    /// The lock of the parent of the request's item ([`sql::lock_parent_of`]).
+    LockOf,
+    /// A fused read of these parts ([`sql::fused`]).
+    Fused(Vec<sql::Probe>),
     Write,
     /// The first statement of a relabel: the test-only pause follows it.
     RelabelStarted,
@@ -344,6 +351,7 @@ pub struct Operation {
     log: Option<Statement>,
     galera: bool,
     item_checked: bool,
+    via_item: bool,
     replication_checked: bool,
     changes_limit: u64,
     hook: bool,
@@ -372,6 +380,7 @@ impl Operation {
             log: None,
             galera: false,
             item_checked: false,
+            via_item: false,
             replication_checked: false,
             changes_limit: changes::DEFAULT_LIMIT,
             hook: false,
@@ -460,6 +469,31 @@ impl Operation {
                 },
                 other => return Err(unexpected("parent rows", &other)),
             },
+            Awaiting::LockOf => match reply {
+                Reply::Parents(rows) => {
+                    // none: the item (or its parent) is missing; Discover reads the
+                    // item and tells which
+                    if let Some(&(p, v)) = rows.first() {
+                        self.versions.push((p, v));
+                        self.locked = vec![p];
+                        self.primary = Some(p);
+                        let bump = !self.controls.skip_version_bump;
+                        if let Some(s) = sql::bump_after_lock(self.dialect, &self.spec, p, bump) {
+                            self.queue.push_back((s, Awaiting::Write));
+                        }
+                        self.phase = Phase::Locked;
+                    }
+                }
+                other => return Err(unexpected("parent rows", &other)),
+            },
+            Awaiting::Fused(probes) => match reply {
+                Reply::Tagged(rows) => {
+                    for (read, rows) in sql::fused_reads(&probes, rows) {
+                        self.reads.insert(read, rows);
+                    }
+                }
+                other => return Err(unexpected("tagged rows", &other)),
+            },
             Awaiting::RelabelStarted => {
                 if let Some(pause) = self.controls.pause_in_relabel {
                     pause();
@@ -506,6 +540,16 @@ impl Operation {
                         self.queue.push_back((sql::galera::mark(), Awaiting::Write));
                     }
                 }
+                Phase::Discover if !self.via_item && !self.controls.lock_in_request_order => {
+                    // a move or removal within its collection: lock the item's parent
+                    // in the same statement that finds it
+                    self.via_item = true;
+                    if let Some(item) = in_own_collection(&self.req) {
+                        let bump = !self.controls.skip_version_bump;
+                        let s = sql::lock_parent_of(self.dialect, &self.spec, item, bump);
+                        self.queue.push_back((s, Awaiting::LockOf));
+                    }
+                }
                 Phase::Discover => match plan::parents_to_lock(&self.req, &self.reads) {
                     Err(Step::Read(q)) => return Ok(self.emit_read(q, false)),
                     Err(Step::Fail(e)) => return Err(e),
@@ -531,33 +575,46 @@ impl Operation {
                     }
                 },
                 Phase::Locked => {
-                    // reads taken before the lock may be stale: start over
-                    if let Some(item) = moved_item(&self.req) {
-                        if !self.item_checked {
-                            self.item_checked = true;
-                            self.reads.clear();
-                            return Ok(self.emit_read(Read::Item { id: item }, true));
-                        }
-                        // the item must still be in the collection it was in when the
-                        // locks were chosen: otherwise they, the version to check and
-                        // the versions bumped are another collection's (a racing writer
-                        // moved it while this one waited for a lock). With an expected
-                        // version the client's list is stale: refused below; without,
-                        // the adapters retry and lock the right collections
-                        if let Ok(Some(row)) = self.reads.item(item)
-                            && Some(row.parent) != self.primary
-                        {
-                            self.check_version()?;
-                            return Err(Error::ParentChanged { id: item });
-                        }
-                    } else {
+                    // reads taken before the lock may be stale: start over, with the
+                    // reads the planner will need first in one statement
+                    if !self.item_checked {
+                        self.item_checked = true;
                         self.reads.clear();
+                        let probes = self.probes();
+                        match probes.as_slice() {
+                            [] => {}
+                            [one] if one.read().is_some() => {
+                                if let Some(q) = one.read() {
+                                    return Ok(self.emit_read(q, true));
+                                }
+                            }
+                            _ => {
+                                let stmt = sql::fused(self.dialect, &self.spec, &probes, true);
+                                self.queue.push_back((stmt, Awaiting::Fused(probes)));
+                                continue;
+                            }
+                        }
+                    }
+                    // the item must still be in the collection it was in when the
+                    // locks were chosen: otherwise they, the version to check and
+                    // the versions bumped are another collection's (a racing writer
+                    // moved it while this one waited for a lock). With an expected
+                    // version the client's list is stale: refused below; without,
+                    // the adapters retry and lock the right collections
+                    if let Some(item) = moved_item(&self.req)
+                        && let Ok(Some(row)) = self.reads.item(item)
+                        && Some(row.parent) != self.primary
+                    {
+                        self.check_version()?;
+                        return Err(Error::ParentChanged { id: item });
                     }
                     self.check_version()?;
                     self.phase = Phase::Planning;
                     if let (Some(id), Request::Insert { .. }) = (self.idempotency, &self.req) {
                         self.phase = Phase::CheckApplied;
-                        return Ok(self.emit_read(Read::Item { id }, true));
+                        if self.reads.item(id).is_err() {
+                            return Ok(self.emit_read(Read::Item { id }, true));
+                        }
                     }
                 }
                 Phase::CheckApplied => {
@@ -656,6 +713,91 @@ impl Operation {
             ps.swap(0, 1);
         }
         ps
+    }
+
+    /// The reads the planner will ask for first, known before any is answered: the
+    /// item, the idempotency id, the anchors and their neighbours (or the edge of the
+    /// collection), read under the lock in one fused statement.
+    fn probes(&self) -> Vec<sql::Probe> {
+        use sql::Probe;
+        let mut out = Vec::new();
+        let item = moved_item(&self.req);
+        if let Some(item) = item {
+            out.push(Probe::Item(item));
+        }
+        let target = match &self.req {
+            Request::Insert { parent, at } => Some((*parent, at)),
+            Request::Move { at, .. } => self.primary.map(|p| (p, at)),
+            Request::MoveToParent { parent, at, .. } => Some((*parent, at)),
+            Request::MoveUp { item } | Request::MoveDown { item } => {
+                if let Some(p) = self.primary {
+                    out.push(Probe::Near {
+                        parent: p,
+                        of: *item,
+                        up: matches!(self.req, Request::MoveUp { .. }),
+                        exclude: Some(*item),
+                    });
+                }
+                None
+            }
+            Request::Swap { b, .. } => {
+                out.push(Probe::Item(*b));
+                None
+            }
+            Request::Remove { .. } | Request::Reorder { .. } | Request::Rebalance { .. } => None,
+        };
+        if let (Some(id), Request::Insert { .. }) = (self.idempotency, &self.req) {
+            out.push(Probe::Item(id));
+        }
+        let Some((parent, at)) = target else {
+            return out;
+        };
+        if self.spec.strategy.is_dense() {
+            // dense placement reads by index and shifts: left to the planner
+            return out;
+        }
+        let exclude = item;
+        let anchor = |out: &mut Vec<Probe>, id: Id| {
+            if !out.contains(&Probe::Item(id)) {
+                out.push(Probe::Item(id));
+            }
+        };
+        match at {
+            Placement::First | Placement::Last => out.push(Probe::Edge {
+                parent,
+                last: matches!(at, Placement::Last),
+                exclude,
+            }),
+            Placement::Before(b) | Placement::After(b) => {
+                anchor(&mut out, *b);
+                out.push(Probe::Near {
+                    parent,
+                    of: *b,
+                    up: matches!(at, Placement::Before(_)),
+                    exclude,
+                });
+            }
+            Placement::Between { prev, next } => {
+                for id in prev.iter().chain(next) {
+                    anchor(&mut out, *id);
+                }
+                out.push(match prev {
+                    Some(p) => Probe::Near {
+                        parent,
+                        of: *p,
+                        up: false,
+                        exclude,
+                    },
+                    None => Probe::Edge {
+                        parent,
+                        last: false,
+                        exclude,
+                    },
+                });
+            }
+            Placement::Index(_) => {}
+        }
+        out
     }
 
     fn emit_read(&mut self, q: Read, locking: bool) -> Action {
@@ -783,6 +925,17 @@ impl Operation {
             attempts: 1,
             changes: self.changes.clone(),
         }
+    }
+}
+
+/// The item of a request that locks only the item's own collection.
+fn in_own_collection(req: &Request) -> Option<Id> {
+    match req {
+        Request::Move { item, .. }
+        | Request::MoveUp { item }
+        | Request::MoveDown { item }
+        | Request::Remove { item } => Some(*item),
+        _ => None,
     }
 }
 

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::Id;
-use crate::plan::{RangeRead, Read, Write};
+use crate::plan::{RangeRead, Read, Row, Write};
 use crate::position::{PARK_POSITION, Position, PositionKind, TEMP_KEY_PREFIX};
 use crate::spec::Spec;
 
@@ -70,6 +70,9 @@ pub enum Returns {
     /// o_parent BIGINT NULL, o_pos NULL` (BIGINT or TEXT by [`PositionKind`]); one row
     /// with null item columns for an empty collection, none for a missing parent.
     Listed,
+    /// Item rows tagged with the index of the part of a [`fused`] read they answer:
+    /// `o_q BIGINT`, then the columns of [`Returns::Rows`].
+    Tagged,
 }
 
 /// One statement with its binds.
@@ -201,6 +204,53 @@ fn item_columns_of(b: &mut B, spec: &Spec, alias: Option<&str>) {
 /// - MySQL: a locking read (`FOR UPDATE` reads the latest committed row), then the bump.
 /// - SQLite: the transaction is `BEGIN IMMEDIATE`; a read, then the bump.
 pub fn lock_parent(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Vec<Statement> {
+    let mut out = vec![lock(d, spec, LockTarget::Parent(parent), bump)];
+    out.extend(bump_after_lock(d, spec, parent, bump));
+    out
+}
+
+/// The first statement of [`lock_parent`] for the parent of the item `item`, found by
+/// a subquery in the same statement, so a move or a removal locks its collection in
+/// one round trip instead of reading the item first. Zero rows: the item or its parent
+/// does not exist (the engine then reads the item to tell which). The subquery reads
+/// the item before the lock is granted, so the item may have moved by then: the first
+/// read under the lock checks that it is still there
+/// ([`Error::ParentChanged`](crate::Error::ParentChanged) otherwise). It never locks
+/// the item's row, which would take the item before the parent, against every other
+/// writer's order. On MySQL and SQLite the bump follows ([`bump_after_lock`]).
+pub fn lock_parent_of(d: Dialect, spec: &Spec, item: Id, bump: bool) -> Statement {
+    lock(d, spec, LockTarget::ParentOf(item), bump)
+}
+
+/// The statement that bumps `parent`'s version after the locking read of
+/// [`lock_parent`] or [`lock_parent_of`] on MySQL and SQLite (on PostgreSQL the lock is
+/// the bump, and without a version column there is nothing to bump).
+pub fn bump_after_lock(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Option<Statement> {
+    let v = spec.version?;
+    if !bump || d == Dialect::Postgres {
+        return None;
+    }
+    let mut u = B::new(d);
+    u.s("UPDATE ")
+        .id(spec.parent_table)
+        .s(" SET ")
+        .id(v)
+        .s(" = ")
+        .id(v)
+        .s(" + 1 WHERE ")
+        .id(spec.parent_id)
+        .s(" = ")
+        .i(parent);
+    Some(u.done(Returns::Nothing))
+}
+
+#[derive(Clone, Copy)]
+enum LockTarget {
+    Parent(Id),
+    ParentOf(Id),
+}
+
+fn lock(d: Dialect, spec: &Spec, target: LockTarget, bump: bool) -> Statement {
     let version_col = |b: &mut B| match spec.version {
         Some(v) => {
             b.cast_int(|b| {
@@ -211,6 +261,25 @@ pub fn lock_parent(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Vec<State
             b.cast_int(|b| {
                 b.s("0");
             });
+        }
+    };
+    let key = |b: &mut B| {
+        b.id(spec.parent_id).s(" = ");
+        match target {
+            LockTarget::Parent(p) => {
+                b.i(p);
+            }
+            LockTarget::ParentOf(item) => {
+                b.s("(SELECT ")
+                    .id(spec.parent)
+                    .s(" FROM ")
+                    .id(spec.table)
+                    .s(" WHERE ")
+                    .id(spec.id)
+                    .s(" = ")
+                    .i(item)
+                    .s(")");
+            }
         }
     };
     match d {
@@ -228,7 +297,8 @@ pub fn lock_parent(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Vec<State
                     b.id(spec.parent_id).s(" = ").id(spec.parent_id);
                 }
             }
-            b.s(" WHERE ").id(spec.parent_id).s(" = ").i(parent);
+            b.s(" WHERE ");
+            key(&mut b);
             b.s(" RETURNING ")
                 .cast_int(|b| {
                     b.id(spec.parent_id);
@@ -241,7 +311,7 @@ pub fn lock_parent(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Vec<State
                 _ => version_col(&mut b),
             }
             b.s(" AS o_version");
-            vec![b.done(Returns::Parent)]
+            b.done(Returns::Parent)
         }
         Dialect::Postgres | Dialect::Mysql | Dialect::Sqlite => {
             let mut b = B::new(d);
@@ -253,31 +323,203 @@ pub fn lock_parent(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Vec<State
             version_col(&mut b);
             b.s(" AS o_version FROM ")
                 .id(spec.parent_table)
-                .s(" WHERE ")
-                .id(spec.parent_id)
-                .s(" = ")
-                .i(parent);
+                .s(" WHERE ");
+            key(&mut b);
             if d != Dialect::Sqlite {
                 b.s(" FOR UPDATE");
             }
-            let mut out = vec![b.done(Returns::Parent)];
-            if let (Some(v), true) = (spec.version, bump) {
-                let mut u = B::new(d);
-                u.s("UPDATE ")
-                    .id(spec.parent_table)
-                    .s(" SET ")
-                    .id(v)
-                    .s(" = ")
-                    .id(v)
-                    .s(" + 1 WHERE ")
-                    .id(spec.parent_id)
-                    .s(" = ")
-                    .i(parent);
-                out.push(u.done(Returns::Nothing));
-            }
-            out
+            b.done(Returns::Parent)
         }
     }
+}
+
+/// One part of a [`fused`] read: a read the planner will ask for, written so that it
+/// needs nothing read before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// One item by id: the rows of [`Read::Item`].
+    Item(Id),
+    /// The first (`last`: the last) item of `parent`, leaving out `exclude`: a
+    /// [`Read::Range`] with no bounds and a limit of one.
+    Edge {
+        /// The collection.
+        parent: Id,
+        /// The last item instead of the first.
+        last: bool,
+        /// An item to leave out (the one being moved).
+        exclude: Option<Id>,
+    },
+    /// The nearest item of `parent` before (`up`) or after the position of the item
+    /// `of`, leaving out `exclude`: a [`Read::Range`] bounded by that position with a
+    /// limit of one. The position comes from a subquery in the same statement, so the
+    /// fused read must also hold [`Probe::Item`] of `of` to tell which range it was.
+    Near {
+        /// The collection.
+        parent: Id,
+        /// The item whose neighbour this is.
+        of: Id,
+        /// Before it, instead of after.
+        up: bool,
+        /// An item to leave out (the one being moved).
+        exclude: Option<Id>,
+    },
+}
+
+impl Probe {
+    /// The planner read this part answers on its own, when it needs no other part
+    /// (every probe but [`Probe::Near`]).
+    pub fn read(&self) -> Option<Read> {
+        match self {
+            Probe::Item(id) => Some(Read::Item { id: *id }),
+            Probe::Edge {
+                parent,
+                last,
+                exclude,
+            } => Some(Read::Range(edge(*parent, *last, *exclude))),
+            Probe::Near { .. } => None,
+        }
+    }
+}
+
+fn edge(parent: Id, last: bool, exclude: Option<Id>) -> RangeRead {
+    RangeRead {
+        parent,
+        above: None,
+        below: None,
+        desc: last,
+        limit: Some(1),
+        offset: 0,
+        exclude,
+    }
+}
+
+/// Several planner reads in one statement (a `UNION ALL`), each row tagged `o_q` with
+/// the index of its [`Probe`] ([`Returns::Tagged`]): a move reads its item, its anchor
+/// and the anchor's neighbour in one round trip under the lock. Every part is the same
+/// query as its own [`read`], locking on MySQL when `locking` (the anchor's position
+/// too), so every part sees the rows as they are under the lock.
+pub fn fused(d: Dialect, spec: &Spec, probes: &[Probe], locking: bool) -> Statement {
+    let mut b = B::new(d);
+    let lock = locking && d == Dialect::Mysql;
+    for (i, p) in probes.iter().enumerate() {
+        if i > 0 {
+            b.s(" UNION ALL ");
+        }
+        // SQLite takes no parenthesised members; a derived table keeps each part's
+        // ORDER BY and LIMIT on every engine
+        b.s(if d == Dialect::Sqlite {
+            "SELECT * FROM ("
+        } else {
+            "("
+        });
+        b.s("SELECT ")
+            .cast_int(|b| {
+                let _ = write!(b.sql, "{i}");
+            })
+            .s(" AS o_q, ");
+        item_columns(&mut b, spec);
+        b.s(" FROM ").id(spec.table).s(" WHERE ");
+        match p {
+            Probe::Item(id) => {
+                b.id(spec.id).s(" = ").i(*id);
+            }
+            Probe::Edge {
+                parent,
+                last,
+                exclude,
+            } => range(&mut b, spec, &edge(*parent, *last, *exclude)),
+            Probe::Near {
+                parent,
+                of,
+                up,
+                exclude,
+            } => {
+                b.id(spec.parent)
+                    .s(" = ")
+                    .i(*parent)
+                    .s(" AND ")
+                    .id(spec.position)
+                    .s(if *up { " < " } else { " > " })
+                    .s("(SELECT ")
+                    .id(spec.position)
+                    .s(" FROM ")
+                    .id(spec.table)
+                    .s(" WHERE ")
+                    .id(spec.id)
+                    .s(" = ")
+                    .i(*of);
+                if lock {
+                    b.s(" FOR UPDATE");
+                }
+                b.s(")");
+                if let Some(x) = exclude {
+                    b.s(" AND ").id(spec.id).s(" <> ").i(*x);
+                }
+                b.s(" ORDER BY ")
+                    .id(spec.position)
+                    .s(if *up { " DESC" } else { "" })
+                    .s(" LIMIT ")
+                    .i(1);
+            }
+        }
+        if lock {
+            b.s(" FOR UPDATE");
+        }
+        b.s(if d == Dialect::Sqlite { ") o_f" } else { ")" });
+        if d == Dialect::Sqlite {
+            let _ = write!(b.sql, "{i}");
+        }
+    }
+    b.done(Returns::Tagged)
+}
+
+/// The planner reads a [`fused`] read answered, from its tagged rows: each probe's
+/// read with its rows (a [`Probe::Near`] only when the item it is bound by was found).
+pub fn fused_reads(probes: &[Probe], rows: Vec<(i64, Row)>) -> Vec<(Read, Vec<Row>)> {
+    let mut parts: Vec<Vec<Row>> = vec![Vec::new(); probes.len()];
+    for (q, row) in rows {
+        if let Some(part) = usize::try_from(q).ok().and_then(|q| parts.get_mut(q)) {
+            part.push(row);
+        }
+    }
+    let item_row = |id: Id| {
+        probes
+            .iter()
+            .zip(&parts)
+            .find(|(p, _)| **p == Probe::Item(id))
+            .and_then(|(_, rows)| rows.first())
+    };
+    let mut out = Vec::with_capacity(probes.len());
+    for (p, rows) in probes.iter().zip(&parts) {
+        let read = match p {
+            Probe::Item(_) | Probe::Edge { .. } => match p.read() {
+                Some(q) => q,
+                None => continue,
+            },
+            Probe::Near {
+                parent,
+                of,
+                up,
+                exclude,
+            } => {
+                let Some(anchor) = item_row(*of) else {
+                    continue;
+                };
+                let pos = anchor.position.clone();
+                Read::Range(RangeRead {
+                    parent: *parent,
+                    above: (!up).then(|| pos.clone()),
+                    below: up.then_some(pos),
+                    desc: *up,
+                    limit: Some(1),
+                    offset: 0,
+                    exclude: *exclude,
+                })
+            }
+        };
+        out.push((read, rows.clone()));
+    }
+    out
 }
 
 /// The statement for a planner read. `locking` adds `FOR UPDATE` on MySQL, where a

@@ -58,13 +58,16 @@ fn a_move_whose_item_changed_collection_while_it_waited_is_retried() {
     assert!(lock1.sql.starts_with("UPDATE \"parents\""), "{}", lock1.sql);
     let lock2 = execute(op.next(Reply::Parents(vec![(1, 3)])));
     assert_eq!(lock2.returns, Returns::Parent);
-    // under the locks, the item is read again before anything is checked
+    // under the locks, the item is read again (with the head of parent 2, in one
+    // statement) before anything is checked
     let again = execute(op.next(Reply::Parents(vec![(2, 1)])));
-    assert_eq!(again.returns, Returns::Rows);
+    assert_eq!(again.returns, Returns::Tagged);
     assert!(again.sql.contains("WHERE \"id\" = $1"), "{}", again.sql);
-    assert_eq!(again.args, [Arg::I64(2)]);
+    assert_eq!(again.args[0], Arg::I64(2));
     // it is now in parent 2: not the version conflict of parent 1, and not a plan
-    let err = op.next(Reply::Rows(vec![row(2, 2, 1024)])).unwrap_err();
+    let err = op
+        .next(Reply::Tagged(vec![(0, row(2, 2, 1024))]))
+        .unwrap_err();
     assert_eq!(err, Error::ParentChanged { id: 2 });
     assert!(err.is_retryable());
 
@@ -75,7 +78,9 @@ fn a_move_whose_item_changed_collection_while_it_waited_is_retried() {
     execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
     execute(op.next(Reply::Parents(vec![(1, 3)])));
     execute(op.next(Reply::Parents(vec![(2, 2)])));
-    let err = op.next(Reply::Rows(vec![row(2, 2, 1024)])).unwrap_err();
+    let err = op
+        .next(Reply::Tagged(vec![(0, row(2, 2, 1024))]))
+        .unwrap_err();
     assert_eq!(
         err,
         Error::VersionConflict {
@@ -100,7 +105,12 @@ fn the_item_still_in_place_is_planned_with_its_own_collection_version() {
     execute(op.next(Reply::Parents(vec![(2, 1)])));
     // item 2 is still in parent 1, whose version is 3: the expected version is checked
     // against parent 1
-    let err = op.next(Reply::Rows(vec![row(2, 1, 2048)])).unwrap_err();
+    let err = op
+        .next(Reply::Tagged(vec![
+            (0, row(2, 1, 2048)),
+            (1, row(3, 2, 1024)),
+        ]))
+        .unwrap_err();
     assert_eq!(
         err,
         Error::VersionConflict {
@@ -110,19 +120,22 @@ fn the_item_still_in_place_is_planned_with_its_own_collection_version() {
         }
     );
 
-    // at the right version it plans: one read of parent 2's head, then the write
+    // at the right version it plans from the one read of the item and parent 2's
+    // head, then writes
     let mut op = Operation::new(SPEC, Dialect::Postgres, req).expect_version(Some(3));
     execute(op.next(Reply::None));
     execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
     execute(op.next(Reply::Parents(vec![(1, 3)])));
-    execute(op.next(Reply::Parents(vec![(2, 1)])));
-    let head = execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
+    let fused = execute(op.next(Reply::Parents(vec![(2, 1)])));
     assert!(
-        head.sql.contains("ORDER BY \"position\" LIMIT"),
+        fused.sql.contains("UNION ALL") && fused.sql.contains("ORDER BY \"position\" LIMIT"),
         "{}",
-        head.sql
+        fused.sql
     );
-    let write = execute(op.next(Reply::Rows(vec![row(3, 2, 1024)])));
+    let write = execute(op.next(Reply::Tagged(vec![
+        (0, row(2, 1, 2048)),
+        (1, row(3, 2, 1024)),
+    ])));
     assert!(write.sql.starts_with("UPDATE \"items\""), "{}", write.sql);
     match op.next(Reply::Affected(1)) {
         Ok(Action::Done(o)) => {
@@ -142,10 +155,21 @@ fn a_single_collection_move_whose_item_left_is_retried_or_refused() {
     };
     let run = |expected: Option<i64>| {
         let mut op = Operation::new(SPEC, Dialect::Postgres, req.clone()).expect_version(expected);
-        execute(op.next(Reply::None));
-        execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
-        execute(op.next(Reply::Parents(vec![(1, 9)])));
-        op.next(Reply::Rows(vec![row(2, 4, 1024)])).unwrap_err()
+        // one statement locks the collection the item is in
+        let lock = execute(op.next(Reply::None));
+        assert!(
+            lock.sql.starts_with("UPDATE \"parents\"")
+                && lock
+                    .sql
+                    .contains("= (SELECT \"parent_id\" FROM \"items\" WHERE \"id\" = $1)"),
+            "{}",
+            lock.sql
+        );
+        // then one reads the item and the tail of that collection, under the lock
+        let fused = execute(op.next(Reply::Parents(vec![(1, 9)])));
+        assert_eq!(fused.returns, Returns::Tagged);
+        op.next(Reply::Tagged(vec![(0, row(2, 4, 1024))]))
+            .unwrap_err()
     };
     // no expected version, or the one parent 1 is at: retried from the start
     assert_eq!(run(None), Error::ParentChanged { id: 2 });
@@ -159,6 +183,73 @@ fn a_single_collection_move_whose_item_left_is_retried_or_refused() {
             actual: 9
         }
     );
+}
+
+/// A move whose lock through the item finds nothing reads the item to say why: the item
+/// is gone (`NotFound`), or its parent is (`ParentNotFound`).
+#[test]
+fn a_move_that_locks_nothing_says_whether_the_item_or_its_parent_is_missing() {
+    let req = Request::Move {
+        item: 2,
+        at: Placement::First,
+    };
+    for d in [Dialect::Postgres, Dialect::Mysql, Dialect::Sqlite] {
+        let mut op = Operation::new(SPEC, d, req.clone());
+        let lock = execute(op.next(Reply::None));
+        assert_eq!(lock.returns, Returns::Parent);
+        let read = execute(op.next(Reply::Parents(vec![])));
+        assert_eq!(read.returns, Returns::Rows);
+        assert_eq!(
+            op.next(Reply::Rows(vec![])).unwrap_err(),
+            Error::NotFound { id: 2 }
+        );
+
+        let mut op = Operation::new(SPEC, d, req.clone());
+        execute(op.next(Reply::None));
+        execute(op.next(Reply::Parents(vec![])));
+        // the item is in parent 5, which the plain lock does not find either
+        let lock = execute(op.next(Reply::Rows(vec![row(2, 5, 1024)])));
+        assert_eq!(lock.returns, Returns::Parent);
+        assert_eq!(
+            op.next(Reply::Parents(vec![])).unwrap_err(),
+            Error::ParentNotFound { parent: 5 }
+        );
+    }
+}
+
+/// On MySQL and SQLite the lock through the item is a locking read; the bump of the
+/// parent it found follows, then one fused read under the lock.
+#[test]
+fn the_bump_follows_a_lock_through_the_item_on_mysql_and_sqlite() {
+    let req = Request::Move {
+        item: 2,
+        at: Placement::Before(3),
+    };
+    for d in [Dialect::Mysql, Dialect::Sqlite] {
+        let mut op = Operation::new(SPEC, d, req.clone());
+        let lock = execute(op.next(Reply::None));
+        assert!(lock.sql.starts_with("SELECT"), "{}", lock.sql);
+        let bump = execute(op.next(Reply::Parents(vec![(7, 4)])));
+        assert!(bump.sql.starts_with("UPDATE"), "{}", bump.sql);
+        assert_eq!(bump.args, [Arg::I64(7)]);
+        let fused = execute(op.next(Reply::Affected(1)));
+        assert_eq!(fused.returns, Returns::Tagged);
+        // item 2, anchor 3, and the row before 3 (leaving 2 out): 1
+        let write = execute(op.next(Reply::Tagged(vec![
+            (0, row(2, 7, 4096)),
+            (1, row(3, 7, 2048)),
+            (2, row(1, 7, 1024)),
+        ])));
+        assert!(write.sql.starts_with("UPDATE"), "{}", write.sql);
+        match op.next(Reply::Affected(1)) {
+            Ok(Action::Done(o)) => {
+                assert_eq!(o.position, Some(Position::Int(1536)));
+                assert_eq!(o.version, Some(5));
+                assert_eq!(o.statements, 4);
+            }
+            other => panic!("expected done, got {other:?}"),
+        }
+    }
 }
 
 #[test]

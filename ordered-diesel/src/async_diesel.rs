@@ -181,6 +181,8 @@ macro_rules! async_server_connection {
                     }
                     Returns::Listed if key => rows::listed_key(q.load(self).await?),
                     Returns::Listed => rows::listed_int(q.load(self).await?),
+                    Returns::Tagged if key => rows::tagged_key(q.load(self).await?),
+                    Returns::Tagged => rows::tagged_int(q.load(self).await?),
                 })
             }
         }

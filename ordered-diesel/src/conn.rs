@@ -99,6 +99,62 @@ pub(crate) mod rows {
         o_pos: Option<String>,
     }
 
+    #[derive(diesel::QueryableByName)]
+    pub(crate) struct TaggedIntRow {
+        #[diesel(sql_type = BigInt)]
+        o_q: i64,
+        #[diesel(sql_type = BigInt)]
+        o_id: i64,
+        #[diesel(sql_type = BigInt)]
+        o_parent: i64,
+        #[diesel(sql_type = BigInt)]
+        o_pos: i64,
+    }
+
+    #[derive(diesel::QueryableByName)]
+    pub(crate) struct TaggedKeyRow {
+        #[diesel(sql_type = BigInt)]
+        o_q: i64,
+        #[diesel(sql_type = BigInt)]
+        o_id: i64,
+        #[diesel(sql_type = BigInt)]
+        o_parent: i64,
+        #[diesel(sql_type = Text)]
+        o_pos: String,
+    }
+
+    /// The reply to a [`ordered_core::Returns::Tagged`] statement.
+    pub(crate) fn tagged_int(rows: Vec<TaggedIntRow>) -> Reply {
+        Reply::Tagged(
+            rows.into_iter()
+                .map(|r| {
+                    let row = Row {
+                        id: r.o_id,
+                        parent: r.o_parent,
+                        position: Position::Int(r.o_pos),
+                    };
+                    (r.o_q, row)
+                })
+                .collect(),
+        )
+    }
+
+    /// The reply to a [`ordered_core::Returns::Tagged`] statement on a key table.
+    pub(crate) fn tagged_key(rows: Vec<TaggedKeyRow>) -> Reply {
+        Reply::Tagged(
+            rows.into_iter()
+                .map(|r| {
+                    let row = Row {
+                        id: r.o_id,
+                        parent: r.o_parent,
+                        position: Position::Key(r.o_pos),
+                    };
+                    (r.o_q, row)
+                })
+                .collect(),
+        )
+    }
+
     /// The reply to a [`ordered_core::Returns::Listed`] statement.
     pub(crate) fn listed_int(rows: Vec<ListedIntRow>) -> Reply {
         listed(rows.into_iter().map(|r| {
@@ -226,6 +282,8 @@ macro_rules! ordered_connection {
                     Returns::Count => Reply::Count(rows::count(&q.load::<rows::CountRow>(self)?)),
                     Returns::Listed if key => rows::listed_key(q.load(self)?),
                     Returns::Listed => rows::listed_int(q.load(self)?),
+                    Returns::Tagged if key => rows::tagged_key(q.load(self)?),
+                    Returns::Tagged => rows::tagged_int(q.load(self)?),
                 })
             }
         }

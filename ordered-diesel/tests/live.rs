@@ -409,3 +409,81 @@ fn adopting_an_existing_table<C: TestConn>(_: ()) {
 fn adopt() {
     each_engine!(adopting_an_existing_table);
 }
+
+/// A move finds its collection and locks it in one statement; when it had to wait for
+/// that lock while a racing writer moved the item to another collection, the read under
+/// the lock sees where the item is now, and the move is retried there: never planned
+/// with the old collection's rows, never written there.
+fn a_move_that_waited_for_its_lock_follows_the_item<C: TestConn>(_: ()) {
+    let (mut c, t) = setup::<C>("live_wait", &GAPPED, RebalancePolicy::Window, &[1, 2]);
+    let a = add(&mut c, &t, 1, Placement::Last, "a");
+    let x = add(&mut c, &t, 1, Placement::Last, "x");
+    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let d = add(&mut c, &t, 2, Placement::Last, "d");
+    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    // the racing writer: holds both collections and moves x to the end of 2
+    let mut holder = C::open(&t.db);
+    holder.exec(ordered_diesel::sql::begin(C::DIALECT));
+    for p in [1, 2] {
+        holder.exec(&format!(
+            "UPDATE {} SET {v} = {v} + 1 WHERE {} = {p}",
+            q(t.parents),
+            q("id"),
+            v = q("version")
+        ));
+    }
+    holder.exec(&format!(
+        "UPDATE {} SET {} = 2, {} = 1000000 WHERE {} = {x}",
+        q(t.items),
+        q("parent_id"),
+        q("position"),
+        q("id")
+    ));
+    let spec = t.spec;
+    let db = t.db.clone();
+    let mover = std::thread::spawn(move || {
+        let mut m = C::open(&db);
+        ordered_diesel::Ordering::new(spec).apply(
+            &mut m,
+            Request::Move {
+                item: x,
+                at: Placement::First,
+            },
+            |_, _| Ok(()),
+        )
+    });
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert!(
+        !mover.is_finished(),
+        "{}: the move waits for the lock",
+        C::name()
+    );
+    holder.exec("COMMIT");
+    let moved = mover.join().unwrap().unwrap();
+    assert_eq!(
+        moved
+            .changes
+            .rows
+            .iter()
+            .map(|r| (r.id, r.parent))
+            .collect::<Vec<_>>(),
+        [(x, 2)],
+        "{}",
+        C::name()
+    );
+    assert_eq!(ids(&mut c, &t, 2), [x, d], "{}", C::name());
+    assert_eq!(ids(&mut c, &t, 1), [a, b], "{}", C::name());
+    // the racing writer's bump and the move's: collection 2 only
+    assert_eq!(version(&mut c, &t, 1), 4, "{}", C::name());
+    assert_eq!(version(&mut c, &t, 2), 3, "{}", C::name());
+    if C::DIALECT != ordered_diesel::Dialect::Sqlite {
+        // it locked collection 1 first, saw x gone, and retried
+        assert_eq!(moved.attempts, 2, "{}", C::name());
+    }
+    drop_tables(&mut c, &t);
+}
+
+#[test]
+fn waited() {
+    each_engine!(a_move_that_waited_for_its_lock_follows_the_item);
+}

@@ -128,18 +128,16 @@ pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, key: bool) -> Res
         Returns::Rows => {
             let mut rows = Vec::new();
             for r in db.query_all_raw(s).await? {
-                let position = if key {
-                    Position::Key(r.try_get::<String>("", "o_pos")?)
-                } else {
-                    Position::Int(r.try_get::<i64>("", "o_pos")?)
-                };
-                rows.push(Row {
-                    id: r.try_get("", "o_id")?,
-                    parent: r.try_get("", "o_parent")?,
-                    position,
-                });
+                rows.push(item_row(&r, key)?);
             }
             Reply::Rows(rows)
+        }
+        Returns::Tagged => {
+            let mut rows = Vec::new();
+            for r in db.query_all_raw(s).await? {
+                rows.push((r.try_get::<i64>("", "o_q")?, item_row(&r, key)?));
+            }
+            Reply::Tagged(rows)
         }
         Returns::Parent => {
             let mut out = Vec::new();
@@ -177,6 +175,20 @@ pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, key: bool) -> Res
             }
             Reply::Listed { version, rows }
         }
+    })
+}
+
+/// An item row (`o_id`, `o_parent`, `o_pos`) of a query result.
+fn item_row(r: &sea_orm::QueryResult, key: bool) -> Result<Row, DbErr> {
+    let position = if key {
+        Position::Key(r.try_get::<String>("", "o_pos")?)
+    } else {
+        Position::Int(r.try_get::<i64>("", "o_pos")?)
+    };
+    Ok(Row {
+        id: r.try_get("", "o_id")?,
+        parent: r.try_get("", "o_parent")?,
+        position,
     })
 }
 
