@@ -22,6 +22,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::time::{Duration, Instant};
 
 use diesel::Connection;
@@ -33,6 +34,22 @@ use ordered_core::{
 use ordered_diesel::{OrderedConnection, Ordering, Slot};
 
 static GAPPED: Gapped = Gapped::DEFAULT;
+
+/// Statements the benchmark's Diesel connection has sent (its instrumentation), BEGIN and
+/// COMMIT included, so ours and the floor are counted the same way.
+static STATEMENTS: AtomicU64 = AtomicU64::new(0);
+
+fn statements() -> u64 {
+    STATEMENTS.load(AtomicOrdering::Relaxed)
+}
+
+fn count_statements<C: diesel::Connection>(c: &mut C) {
+    c.set_instrumentation(|e: diesel::connection::InstrumentationEvent<'_>| {
+        if let diesel::connection::InstrumentationEvent::StartQuery { .. } = e {
+            STATEMENTS.fetch_add(1, AtomicOrdering::Relaxed);
+        }
+    });
+}
 static KEYS: Fractional = Fractional::DEFAULT;
 
 fn leak(s: String) -> &'static str {
@@ -176,6 +193,8 @@ struct Stats {
     lat: Vec<Duration>,
     rows: u64,
     longest: usize,
+    /// Statements sent, when counted.
+    statements: u64,
 }
 
 impl Stats {
@@ -193,6 +212,9 @@ impl Stats {
     fn rows_per_op(&self) -> f64 {
         self.rows as f64 / self.lat.len().max(1) as f64
     }
+    fn statements_per_op(&self) -> f64 {
+        self.statements as f64 / self.lat.len().max(1) as f64
+    }
 }
 
 fn ms(d: Duration) -> String {
@@ -205,6 +227,7 @@ fn ours<C: BenchConn>(c: &mut C, s: &Spec, ids: &[Id], workload: &str, ops: usiz
     let mut st = Stats::default();
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
     let hot = ids[ids.len() / 2];
+    let sent = statements();
     for _ in 0..ops {
         let t = Instant::now();
         let out = match workload {
@@ -235,6 +258,7 @@ fn ours<C: BenchConn>(c: &mut C, s: &Spec, ids: &[Id], workload: &str, ops: usiz
             st.longest = st.longest.max(k.len());
         }
     }
+    st.statements = statements() - sent;
     if matches!(s.strategy.kind(), ordered_core::PositionKind::Key { .. }) {
         let rows = o.list(c, 1).unwrap();
         st.longest = rows
@@ -266,6 +290,7 @@ fn floor<C: BenchConn>(c: &mut C, s: &Spec, ids: &[Id], ops: usize) -> Stats {
     };
     let mut st = Stats::default();
     let mut rng = Rng(7);
+    let sent = statements();
     for _ in 0..ops {
         let id = ids[rng.below(ids.len())];
         let t = Instant::now();
@@ -288,6 +313,7 @@ fn floor<C: BenchConn>(c: &mut C, s: &Spec, ids: &[Id], ops: usize) -> Stats {
         st.lat.push(t.elapsed());
         st.rows += 1;
     }
+    st.statements = statements() - sent;
     st
 }
 
@@ -442,6 +468,8 @@ struct Row {
     size: usize,
     ours: Stats,
     floor_p50: Duration,
+    /// The floor's statements per operation (0: not counted).
+    floor_statements: f64,
     acts_as_list: Option<Stats>,
     ranked_model: Option<Stats>,
 }
@@ -543,6 +571,7 @@ fn seaorm_rows<C: BenchConn>(
                 size,
                 ours: st,
                 floor_p50: floor_st.pct(0.5),
+                floor_statements: 0.0, // SeaORM's statements are not counted
                 acts_as_list: None,
                 ranked_model: None,
             });
@@ -651,6 +680,7 @@ where
                 size,
                 ours: st,
                 floor_p50: floor_st.pct(0.5),
+                floor_statements: 0.0,
                 acts_as_list: None,
                 ranked_model: None,
             });
@@ -673,6 +703,7 @@ fn matrix<C: BenchConn>(
     };
     let ops = if quick { 20 } else { 200 };
     let mut c = C::open(url);
+    count_statements(&mut c);
     let strategies: [(&'static str, &'static dyn PositionStrategy); 3] = [
         ("gapped", &GAPPED),
         ("fractional", &KEYS),
@@ -713,6 +744,7 @@ fn matrix<C: BenchConn>(
                     size,
                     ours: ours_st,
                     floor_p50: floor_st.pct(0.5),
+                    floor_statements: floor_st.statements_per_op(),
                     acts_as_list: aal,
                     ranked_model: rm,
                 });
@@ -951,7 +983,7 @@ fn main() {
         eprintln!("skipped mysql: ORDERED_MYSQL_URL is not set");
     }
     let mut md = String::from(
-        "| engine | strategy | workload | items | ops/s | p50 ms | p99 ms | p50 / floor | rows/op | longest key | acts_as_list rows/op, p50 ms | ranked-model rows/op, p50 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| engine | strategy | workload | items | ops/s | p50 ms | p99 ms | p50 / floor | statements/op (floor) | rows/op | longest key | acts_as_list rows/op, p50 ms | ranked-model rows/op, p50 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in &rows {
         let naive = |s: &Option<Stats>| {
@@ -961,7 +993,7 @@ fn main() {
         };
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {:.0} | {} | {} | {:.2} | {:.2} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {:.0} | {} | {} | {:.2} | {} | {:.2} | {} | {} | {} |",
             r.engine,
             r.strategy,
             r.workload,
@@ -970,6 +1002,15 @@ fn main() {
             ms(r.ours.pct(0.5)),
             ms(r.ours.pct(0.99)),
             r.ours.pct(0.5).as_secs_f64() / r.floor_p50.as_secs_f64().max(1e-9),
+            if r.floor_statements > 0.0 {
+                format!(
+                    "{:.1} ({:.1})",
+                    r.ours.statements_per_op(),
+                    r.floor_statements
+                )
+            } else {
+                "-".into()
+            },
             r.ours.rows_per_op(),
             if r.strategy == "fractional" {
                 r.ours.longest.to_string()
