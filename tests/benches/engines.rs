@@ -801,6 +801,7 @@ fn matrix<C: BenchConn>(
     let writers = if quick { 4 } else { 16 };
     let per = if quick { 10 } else { 50 };
     let spread = format!("{writers} parents");
+    let mut ours_hot = 0.0;
     for (label, parents) in [(spread.as_str(), writers as Id), ("one parent", 1)] {
         let s = spec("w", &GAPPED);
         prepare(&mut c, &s, 10, parents);
@@ -826,7 +827,59 @@ fn matrix<C: BenchConn>(
             (writers * per) as f64 / el.as_secs_f64(),
             ms(el)
         );
+        if parents == 1 {
+            ours_hot = (writers * per) as f64 / el.as_secs_f64();
+        }
     }
+    // the floor on the same hot parent: each writer locks it and inserts one row at a
+    // position of its own (no read, no check), in one transaction
+    let s = spec("w", &GAPPED);
+    prepare(&mut c, &s, 10, 1);
+    let d = C::DIALECT;
+    let begin = sql::begin(d);
+    let q = |x: &str| sql::quote(d, x);
+    let lock = match d {
+        Dialect::Sqlite => format!("SELECT 1 FROM {} WHERE {} = 1", q(s.parent_table), q("id")),
+        _ => format!(
+            "SELECT 1 FROM {} WHERE {} = 1 FOR UPDATE",
+            q(s.parent_table),
+            q("id")
+        ),
+    };
+    let t = Instant::now();
+    std::thread::scope(|sc| {
+        for w in 0..writers {
+            let (url, lock) = (url.to_owned(), lock.clone());
+            sc.spawn(move || {
+                let mut c = C::open(&url);
+                for i in 0..per {
+                    let position = 1_000_000_000 + (w * per + i) as i64 * 1024;
+                    loop {
+                        exec(&mut c, begin);
+                        exec(&mut c, &lock);
+                        let insert = format!(
+                            "INSERT INTO {} ({}, {}) VALUES (1, {position})",
+                            sql::quote(d, s.table),
+                            sql::quote(d, "parent_id"),
+                            sql::quote(d, "position")
+                        );
+                        if c.batch_execute(&insert).is_ok() && c.batch_execute("COMMIT").is_ok() {
+                            break;
+                        }
+                        let _ = c.batch_execute("ROLLBACK");
+                    }
+                }
+            });
+        }
+    });
+    let el = t.elapsed();
+    let floor_hot = (writers * per) as f64 / el.as_secs_f64();
+    let _ = writeln!(
+        extra,
+        "| {engine} | {writers} writers x {per} inserts, one parent, the floor (lock, insert) | {floor_hot:.0} ops/s | {} ms total | ours / floor {:.2} |",
+        ms(el),
+        ours_hot / floor_hot
+    );
 }
 
 fn svg_rows(rows: &[Row], path: &std::path::Path) {
