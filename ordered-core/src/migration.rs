@@ -107,6 +107,13 @@ fn check_expr(d: Dialect, spec: &Spec, nullable: bool) -> String {
     }
 }
 
+/// The CHECK expression the generated migrations put on the position column (integers
+/// inside the library's range, keys of text type), unquoted names included: what
+/// [`crate::verify::check_schema`] tells an adopted table to add.
+pub fn check_constraint(d: Dialect, spec: &Spec) -> String {
+    check_expr(d, spec, false)
+}
+
 fn version_up(d: Dialect, spec: &Spec) -> Option<String> {
     spec.version.map(|v| {
         format!(
@@ -260,33 +267,77 @@ pub fn backfill_sql(d: Dialect, spec: &Spec, order_by: &[&str]) -> String {
     }
 }
 
+fn sqlite_trigger_names(spec: &Spec) -> [(String, &'static str); 2] {
+    [
+        (
+            format!("{}_{}_required_insert", spec.table, spec.position),
+            "INSERT",
+        ),
+        (
+            format!("{}_{}_required_update", spec.table, spec.position),
+            "UPDATE OF",
+        ),
+    ]
+}
+
+/// SQLite: the triggers that make a nullable position column required, with a message
+/// that says what to do.
+fn sqlite_required(spec: &Spec) -> Vec<String> {
+    let d = Dialect::Sqlite;
+    let message = format!(
+        "{}.{} is required: insert rows through the ordering library, or give each existing row a position (a backfill)",
+        spec.table, spec.position
+    )
+    .replace('\'', "''");
+    sqlite_trigger_names(spec)
+        .into_iter()
+        .map(|(name, event)| {
+            let on = if event == "INSERT" {
+                format!("INSERT ON {}", q(d, spec.table))
+            } else {
+                format!("UPDATE OF {} ON {}", q(d, spec.position), q(d, spec.table))
+            };
+            format!(
+                "CREATE TRIGGER {} BEFORE {on} FOR EACH ROW WHEN NEW.{} IS NULL BEGIN SELECT RAISE(ABORT, '{message}'); END",
+                q(d, &name),
+                q(d, spec.position)
+            )
+        })
+        .collect()
+}
+
 /// Adds ordering to an existing table: the position column with its domain CHECK, the
 /// `UNIQUE (parent, position)` constraint (deferrable on PostgreSQL) and the parent's
 /// version column.
 ///
 /// With [`Backfill::By`] it follows expand and contract: add the column nullable,
-/// number each collection in the given order, then make it NOT NULL and unique (on
-/// SQLite, which cannot alter a column, it is added NOT NULL with a default and
-/// numbered before the unique index is created). Deploy the library's writers before
+/// number each collection in the given order, then make it NOT NULL and unique. SQLite
+/// adds a NOT NULL column only with a default, which an insert that bypasses the library
+/// would silently take: there the column is nullable, and two triggers refuse a row
+/// without a position with a message that names the column (as does the migration on a
+/// table with rows but no backfill). Deploy the library's writers before
 /// running it, so that new rows get positions too.
 pub fn add_ordering(d: Dialect, spec: &Spec, backfill: Backfill<'_>) -> Migration {
     let t = q(d, spec.table);
     let c = q(d, spec.position);
     let ty = column_type(d, spec);
     let mut up: Vec<String> = version_up(d, spec).into_iter().collect();
-    let default = match spec.strategy.kind() {
-        PositionKind::Integer => "0",
-        PositionKind::Key { .. } => "'a0'",
-    };
     match (d, backfill) {
         (Dialect::Sqlite, b) => {
+            // SQLite adds a NOT NULL column only with a default, which an insert that
+            // bypasses the library would silently take; the column is nullable instead,
+            // and triggers refuse a row without a position, by name
             up.push(format!(
-                "ALTER TABLE {t} ADD COLUMN {c} {ty} NOT NULL DEFAULT {default} CHECK ({})",
-                check_expr(d, spec, false)
+                "ALTER TABLE {t} ADD COLUMN {c} {ty} CHECK ({})",
+                check_expr(d, spec, true)
             ));
             if let Backfill::By(order) = b {
                 up.push(backfill_sql(d, spec, order));
             }
+            up.extend(sqlite_required(spec));
+            // every existing row has a position now, or this fails with the triggers'
+            // message (rows but no backfill)
+            up.push(format!("UPDATE {t} SET {c} = {c} WHERE {c} IS NULL"));
         }
         (_, Backfill::None) => {
             up.push(format!("ALTER TABLE {t} ADD COLUMN {c} {ty} NOT NULL"));
@@ -316,6 +367,11 @@ pub fn add_ordering(d: Dialect, spec: &Spec, backfill: Backfill<'_>) -> Migratio
     up.push(unique_up(d, spec));
     // on MySQL/MariaDB the parent index stays: the foreign key needs an index
     let mut down = vec![unique_down(d, spec)];
+    if d == Dialect::Sqlite {
+        for (name, _) in sqlite_trigger_names(spec) {
+            down.push(format!("DROP TRIGGER IF EXISTS {}", q(d, &name)));
+        }
+    }
     if d != Dialect::Sqlite {
         down.push(format!(
             "ALTER TABLE {t} DROP CONSTRAINT {}",

@@ -8,21 +8,49 @@ use crate::spec::Spec;
 
 /// The answer to [`crate::sql::schema_probe`]: `Ok` when the table has a unique
 /// constraint on `(parent, position)` the protocol can relabel through (deferrable on
-/// PostgreSQL), else [`Error::SchemaMismatch`] saying what to change. Run it at startup
-/// or in a migration test, beside [`check_key_order`], when adopting an existing table.
+/// PostgreSQL) and a CHECK constraint on the position column, else
+/// [`Error::SchemaMismatch`] saying what to change. Run it at startup or in a migration
+/// test, beside [`check_key_order`], when adopting an existing table.
 ///
 /// ```
 /// use ordered_core::{Dialect, Spec, verify::check_schema};
 ///
 /// const CARDS: Spec = Spec::new("cards", "column_id", "columns");
-/// assert!(check_schema(Dialect::Postgres, &CARDS, 2).is_ok());
-/// let e = check_schema(Dialect::Postgres, &CARDS, 1).unwrap_err();
+/// assert!(check_schema(Dialect::Postgres, &CARDS, 2 + 4).is_ok());
+/// let e = check_schema(Dialect::Postgres, &CARDS, 1 + 4).unwrap_err();
 /// assert!(e.to_string().contains("DEFERRABLE INITIALLY IMMEDIATE"), "{e}");
+/// let e = check_schema(Dialect::Postgres, &CARDS, 2).unwrap_err();
+/// assert!(e.to_string().contains("CHECK"), "{e}");
 /// ```
 pub fn check_schema(d: crate::Dialect, spec: &Spec, probe: i64) -> Result<(), Error> {
+    check_unique(d, spec, probe)?;
+    if probe & crate::sql::SCHEMA_HAS_CHECK == 0 {
+        let t = spec.table;
+        let domain = crate::migration::check_constraint(d, spec);
+        return Err(Error::SchemaMismatch {
+            table: t.to_owned(),
+            problem: "no CHECK constraint keeps its position column in the library's domain, so a row written around the library can hold a position it never gives (out of range, empty, or on SQLite of another type) and break the next relabel",
+            fix: match d {
+                crate::Dialect::Sqlite => format!(
+                    "SQLite cannot add a CHECK to an existing column: rebuild {t} with the column declared `{} ... CHECK ({domain})`, as the generated migration does",
+                    spec.position
+                ),
+                _ => format!(
+                    "add ALTER TABLE {t} ADD CONSTRAINT {t}_{}_domain CHECK ({domain}), as the generated migration does",
+                    spec.position
+                ),
+            },
+        });
+    }
+    Ok(())
+}
+
+/// The unique-constraint part of [`check_schema`] (what a write refused by a duplicate
+/// position is explained by).
+pub fn check_unique(d: crate::Dialect, spec: &Spec, probe: i64) -> Result<(), Error> {
     let name = spec.unique_name();
     let cols = format!("({}, {})", spec.parent, spec.position);
-    match probe {
+    match probe & 3 {
         2.. => Ok(()),
         1 => Err(Error::SchemaMismatch {
             table: spec.table.to_owned(),

@@ -281,9 +281,22 @@ fn migrations_per_engine() {
         ]
     );
     let lite = migration::add_ordering(Dialect::Sqlite, &TRACKS, Backfill::None);
+    // no default an insert around the library could silently take: the column is
+    // nullable, triggers refuse a row without a position, and the migration itself fails
+    // on a table with rows that nothing numbered
     assert_eq!(
-        lite.up[1],
-        r#"ALTER TABLE "tracks" ADD COLUMN "position" INTEGER NOT NULL DEFAULT 0 CHECK (typeof("position") = 'integer' AND "position" BETWEEN -4611686018427387904 AND 4611686018427387903)"#
+        lite.up[1..5],
+        [
+            r#"ALTER TABLE "tracks" ADD COLUMN "position" INTEGER CHECK ("position" IS NULL OR (typeof("position") = 'integer' AND "position" BETWEEN -4611686018427387904 AND 4611686018427387903))"#,
+            r#"CREATE TRIGGER "tracks_position_required_insert" BEFORE INSERT ON "tracks" FOR EACH ROW WHEN NEW."position" IS NULL BEGIN SELECT RAISE(ABORT, 'tracks.position is required: insert rows through the ordering library, or give each existing row a position (a backfill)'); END"#,
+            r#"CREATE TRIGGER "tracks_position_required_update" BEFORE UPDATE OF "position" ON "tracks" FOR EACH ROW WHEN NEW."position" IS NULL BEGIN SELECT RAISE(ABORT, 'tracks.position is required: insert rows through the ordering library, or give each existing row a position (a backfill)'); END"#,
+            r#"UPDATE "tracks" SET "position" = "position" WHERE "position" IS NULL"#,
+        ]
+    );
+    assert!(
+        lite.down.iter().any(|s| s.starts_with("DROP TRIGGER")),
+        "{:?}",
+        lite.down
     );
     let pgk = migration::create_table(Dialect::Postgres, &CARDS, &[("title", "TEXT NOT NULL")]);
     assert!(pgk.up[0].contains(r#""rank" VARCHAR(65) COLLATE "C" NOT NULL"#));

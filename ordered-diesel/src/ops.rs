@@ -264,7 +264,10 @@ impl Ordering {
             let action = op.next(reply);
             *locked = op.locked().first().copied();
             match action? {
-                Action::Execute(stmt) => reply = conn.run(&stmt, key)?,
+                Action::Execute(stmt) => {
+                    reply =
+                        conn.run_prepared(&stmt, key, crate::conn::reusable(C::DIALECT, &stmt))?
+                }
                 Action::Insert { parent, position } => {
                     let f = insert.as_mut().ok_or_else(|| {
                         ordered_core::Error::Inconsistent(
@@ -692,7 +695,7 @@ impl Ordering {
 
     /// Checks the table for what the protocol relies on: a unique constraint on exactly
     /// `(scope, position)`, deferrable on PostgreSQL (the one-statement relabel needs
-    /// it). A problem is [`ordered_core::Error::SchemaMismatch`], which says the statement
+    /// it), and a CHECK constraint on the position column (the library's domain). A problem is [`ordered_core::Error::SchemaMismatch`], which says the statement
     /// that fixes it. Run it at startup or in a migration test when adopting an existing
     /// table, beside [`Ordering::check_key_order`]; it reads the catalog, no rows.
     ///
@@ -777,7 +780,7 @@ pub(crate) fn duplicate_error(
 ) -> Error {
     match probe {
         Ok(Reply::Count(n)) => {
-            ordered_core::check_schema(d, spec, n).map_or_else(Error::from, |()| err)
+            ordered_core::verify::check_unique(d, spec, n).map_or_else(Error::from, |()| err)
         }
         _ => err,
     }

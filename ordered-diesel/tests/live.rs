@@ -398,9 +398,38 @@ fn adopting_an_existing_table<C: TestConn>(_: ()) {
             "the refused swap wrote nothing"
         );
     } else {
-        checked.unwrap();
+        // the unique index is enough here; what is missing is the CHECK on the domain
+        let e = checked.unwrap_err();
+        assert!(e.to_string().contains("no CHECK constraint"), "{e}");
         swapped.unwrap();
         assert_eq!(ids(&mut c, &t, 1), [b, a], "{}", C::name());
+    }
+
+    // the CHECK the refusal names: then only PostgreSQL's deferrable constraint is left
+    let domain = ordered_diesel::migrations::check_constraint(C::DIALECT, &t.spec);
+    if C::DIALECT == ordered_diesel::Dialect::Sqlite {
+        // SQLite cannot add one: the table is rebuilt with it
+        c.exec(&format!("DROP TABLE {}", q(t.items)));
+        c.exec(&format!(
+            "CREATE TABLE {} (id {id}, parent_id BIGINT NOT NULL, title VARCHAR(100) NOT NULL, position BIGINT NOT NULL CHECK ({domain}))",
+            q(t.items)
+        ));
+        c.exec(&format!(
+            "CREATE UNIQUE INDEX o_live_adopt_u ON {} (parent_id, position)",
+            q(t.items)
+        ));
+    } else {
+        c.exec(&format!(
+            "ALTER TABLE {} ADD CONSTRAINT o_live_adopt_domain CHECK ({domain})",
+            q(t.items)
+        ));
+    }
+    let checked = ord(&t).check_schema(&mut c);
+    if C::DIALECT == ordered_diesel::Dialect::Postgres {
+        let e = checked.unwrap_err();
+        assert!(e.to_string().contains("not deferrable"), "{e}");
+    } else {
+        checked.unwrap();
     }
     drop_tables(&mut c, &t);
 }

@@ -490,7 +490,7 @@ impl Ordering {
             if matches!(&err, Error::Database(e) if classify(e) == Class::RetryOnce)
                 && class == Class::Fatal
             {
-                return Err(match self.schema(db).await {
+                return Err(match self.schema(db, true).await {
                     Err(e @ Error::Ordering(ordered_core::Error::SchemaMismatch { .. })) => e,
                     _ => err,
                 });
@@ -515,7 +515,7 @@ impl Ordering {
                     let refused = Error::Ordering(ordered_core::Error::Inconsistent(format!(
                         "a duplicate position survived a retry ({err})"
                     )));
-                    return Err(match self.schema(db).await {
+                    return Err(match self.schema(db, true).await {
                         Err(e @ Error::Ordering(ordered_core::Error::SchemaMismatch { .. })) => e,
                         _ => refused,
                     });
@@ -885,16 +885,21 @@ impl Ordering {
 
     /// Checks the table for what the protocol relies on: a unique constraint on exactly
     /// `(scope, position)`, deferrable on PostgreSQL (the one-statement relabel needs
-    /// it). A problem is [`ordered_core::Error::SchemaMismatch`], which says the statement
+    /// it), and a CHECK constraint on the position column (the library's domain). A problem is [`ordered_core::Error::SchemaMismatch`], which says the statement
     /// that fixes it. Run it at startup or in a migration test when adopting an existing
     /// table, beside [`Ordering::check_key_order`]; it reads the catalog, no rows.
     pub async fn check_schema<C: ConnectionTrait>(&self, db: &C) -> Result<()> {
-        self.schema(db).await
+        self.schema(db, false).await
     }
 
-    async fn schema<C: ConnectionTrait>(&self, db: &C) -> Result<()> {
+    /// The schema probe, read as [`ordered_core::check_schema`] or, for a refused
+    /// duplicate, as its unique-constraint part only.
+    async fn schema<C: ConnectionTrait>(&self, db: &C, unique_only: bool) -> Result<()> {
         let d = dialect(db.get_database_backend())?;
         match run(db, &sql::schema_probe(d, &self.s.spec), false).await? {
+            Reply::Count(n) if unique_only => {
+                Ok(ordered_core::verify::check_unique(d, &self.s.spec, n)?)
+            }
             Reply::Count(n) => Ok(ordered_core::check_schema(d, &self.s.spec, n)?),
             other => Err(unexpected(&other)),
         }
