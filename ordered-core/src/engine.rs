@@ -509,15 +509,11 @@ impl Operation {
                 other => return Err(unexpected("a count", &other)),
             },
             Awaiting::Changed => match reply {
-                Reply::Rows(rows) => {
-                    for r in rows {
-                        self.changes.record(Change {
-                            id: r.id,
-                            parent: r.parent,
-                            position: r.position,
-                        });
-                    }
-                }
+                Reply::Rows(rows) => self.changes.record_all(rows.into_iter().map(|r| Change {
+                    id: r.id,
+                    parent: r.parent,
+                    position: r.position,
+                })),
                 other => return Err(unexpected("rows", &other)),
             },
             Awaiting::Write | Awaiting::Insert | Awaiting::Hooked | Awaiting::Nothing => {}
@@ -838,13 +834,12 @@ impl Operation {
                 }),
                 Write::Delete { id } => self.changes.remove(*id),
                 Write::Assign { parent, rows } => {
-                    for (id, position) in rows {
-                        self.changes.record(Change {
+                    self.changes
+                        .record_all(rows.iter().map(|(id, position)| Change {
                             id: *id,
                             parent: *parent,
                             position: position.clone(),
-                        });
-                    }
+                        }))
                 }
                 Write::Renumber {
                     parent,
