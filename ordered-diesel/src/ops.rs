@@ -695,8 +695,9 @@ impl Ordering {
 
     /// Checks the table for what the protocol relies on: a unique constraint on exactly
     /// `(scope, position)`, deferrable on PostgreSQL (the one-statement relabel needs
-    /// it), and a CHECK constraint on the position column (the library's domain). A problem is [`ordered_core::Error::SchemaMismatch`], which says the statement
-    /// that fixes it. Run it at startup or in a migration test when adopting an existing
+    /// it), and a CHECK constraint on the position column (the library's domain). A
+    /// problem is [`ordered_core::Error::SchemaMismatch`], which says the statement that
+    /// fixes it. Run it at startup or in a migration test when adopting an existing
     /// table, beside [`Ordering::check_key_order`]; it reads the catalog, no rows.
     ///
     /// ```
