@@ -49,7 +49,7 @@ pub enum Action {
     /// following [`Statement::returns`]).
     Execute(Statement),
     /// Run the caller's own insert of the new row with this collection and position,
-    /// then reply [`Reply::Inserted`].
+    /// then reply [`Reply::Inserted`] (or [`Reply::InsertedId`] with the new row's id).
     Insert {
         /// The collection.
         parent: Id,
@@ -80,6 +80,9 @@ pub enum Reply {
     Affected(u64),
     /// The caller's insert ran.
     Inserted,
+    /// The caller's insert ran and created the row with this id (from its own
+    /// `RETURNING`): the operation need not read the id back for the changes.
+    InsertedId(Id),
     /// Tagged item rows ([`sql::Returns::Tagged`]): each row with the `o_q` of the part
     /// of the fused read it answers.
     Tagged(Vec<(i64, Row)>),
@@ -356,6 +359,7 @@ pub struct Operation {
     changes_limit: u64,
     hook: bool,
     changes: Changes,
+    inserted: Option<Id>,
 }
 
 impl Operation {
@@ -385,6 +389,7 @@ impl Operation {
             changes_limit: changes::DEFAULT_LIMIT,
             hook: false,
             changes: Changes::default(),
+            inserted: None,
         }
     }
 
@@ -516,7 +521,12 @@ impl Operation {
                 })),
                 other => return Err(unexpected("rows", &other)),
             },
-            Awaiting::Write | Awaiting::Insert | Awaiting::Hooked | Awaiting::Nothing => {}
+            Awaiting::Insert => {
+                if let Reply::InsertedId(id) = reply {
+                    self.inserted = Some(id);
+                }
+            }
+            Awaiting::Write | Awaiting::Hooked | Awaiting::Nothing => {}
         }
         loop {
             if let Some((stmt, aw)) = self.queue.pop_front() {
@@ -887,7 +897,7 @@ impl Operation {
             self.queue.push_back((stmt, Awaiting::Changed));
         }
         if let Some((parent, position)) = plan.insert.clone() {
-            match self.idempotency {
+            match self.idempotency.or(self.inserted) {
                 Some(id) => self.changes.record(Change {
                     id,
                     parent,

@@ -467,8 +467,9 @@ impl Ordering {
                             "an insert without a row to insert".into(),
                         )
                     })?;
-                    value = Some(f(conn, Slot { parent, position }).await?);
-                    reply = Reply::Inserted;
+                    let slot = Slot::new(parent, position);
+                    value = Some(f(conn, slot.clone()).await?);
+                    reply = slot.reply();
                 }
                 Action::BeforeCommit(changes) => {
                     if let Some(h) = hook.as_mut() {

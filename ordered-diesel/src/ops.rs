@@ -19,9 +19,34 @@ pub struct Slot {
     pub parent: Id,
     /// The position.
     pub position: Position,
+    id: std::sync::Arc<std::sync::OnceLock<Id>>,
 }
 
 impl Slot {
+    pub(crate) fn new(parent: Id, position: Position) -> Slot {
+        Slot {
+            parent,
+            position,
+            id: std::sync::Arc::default(),
+        }
+    }
+
+    /// Tells the library the id of the row your insert created (from `RETURNING id` on
+    /// PostgreSQL, SQLite and MariaDB), which saves the statement that reads it back by
+    /// its slot for the outcome's changes. It must be the new row's id: the changes and
+    /// the hook report it as given.
+    pub fn inserted_id(&self, id: Id) {
+        let _ = self.id.set(id);
+    }
+
+    /// The reply to the insert action: with the id when the insert reported it.
+    pub(crate) fn reply(&self) -> ordered_core::Reply {
+        match self.id.get() {
+            Some(&id) => ordered_core::Reply::InsertedId(id),
+            None => ordered_core::Reply::Inserted,
+        }
+    }
+
     /// The position as an integer (gapped and dense strategies). An error, usable with
     /// `?` in the insert closure, if the table stores keys.
     pub fn int(&self) -> QueryResult<i64> {
@@ -274,8 +299,10 @@ impl Ordering {
                             "an insert without a row to insert".into(),
                         )
                     })?;
-                    value = Some(f(conn, Slot { parent, position })?);
-                    reply = Reply::Inserted;
+                    let slot = Slot::new(parent, position);
+                    let sent = slot.clone();
+                    value = Some(f(conn, sent)?);
+                    reply = slot.reply();
                 }
                 Action::BeforeCommit(changes) => {
                     if let Some(h) = hook.as_mut() {

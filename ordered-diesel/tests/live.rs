@@ -516,3 +516,39 @@ fn a_move_that_waited_for_its_lock_follows_the_item<C: TestConn>(_: ()) {
 fn waited() {
     each_engine!(a_move_that_waited_for_its_lock_follows_the_item);
 }
+
+/// An insert that tells the library its new row's id (`Slot::inserted_id`, from its own
+/// `RETURNING`) saves the statement that reads the id back; the changes carry that id.
+fn an_insert_that_reports_its_id_is_not_read_back<C: TestConn>(_: ()) {
+    let (mut c, t) = setup::<C>("live_newid", &GAPPED, RebalancePolicy::Window, &[1]);
+    let plain = ord(&t)
+        .insert_last(&mut c, 1, |c, slot| c.insert_item(&t, "a", &slot))
+        .unwrap();
+    let told = ord(&t)
+        .insert_last(&mut c, 1, |c, slot| {
+            let id = c.insert_item(&t, "b", &slot)?;
+            slot.inserted_id(id);
+            Ok(id)
+        })
+        .unwrap();
+    assert_eq!(
+        told.outcome.statements + 1,
+        plain.outcome.statements,
+        "{}",
+        C::name()
+    );
+    assert_eq!(
+        plain.outcome.changes.rows[0].id,
+        plain.value,
+        "{}",
+        C::name()
+    );
+    assert_eq!(told.outcome.changes.rows[0].id, told.value, "{}", C::name());
+    assert_eq!(ids(&mut c, &t, 1), [plain.value, told.value]);
+    drop_tables(&mut c, &t);
+}
+
+#[test]
+fn reported_id() {
+    each_engine!(an_insert_that_reports_its_id_is_not_read_back);
+}

@@ -27,9 +27,34 @@ pub struct Slot {
     pub parent: Id,
     /// The position.
     pub position: Position,
+    id: std::sync::Arc<std::sync::OnceLock<Id>>,
 }
 
 impl Slot {
+    pub(crate) fn new(parent: Id, position: Position) -> Slot {
+        Slot {
+            parent,
+            position,
+            id: std::sync::Arc::default(),
+        }
+    }
+
+    /// Tells the library the id of the row your insert created (from `RETURNING id` on
+    /// PostgreSQL, SQLite and MariaDB), which saves the statement that reads it back by
+    /// its slot for the outcome's changes. It must be the new row's id: the changes and
+    /// the hook report it as given.
+    pub fn inserted_id(&self, id: Id) {
+        let _ = self.id.set(id);
+    }
+
+    /// The reply to the insert action: with the id when the insert reported it.
+    pub(crate) fn reply(&self) -> ordered_core::Reply {
+        match self.id.get() {
+            Some(&id) => ordered_core::Reply::InsertedId(id),
+            None => ordered_core::Reply::Inserted,
+        }
+    }
+
     /// The position as an integer (gapped and dense strategies); an error usable with
     /// `?` in the insert closure if the table stores keys.
     pub fn int(&self) -> Result<i64, DbErr> {
@@ -560,8 +585,9 @@ impl Ordering {
                             "an insert without a row to insert".into(),
                         )
                     })?;
-                    value = Some(f(txn, Slot { parent, position }).await?);
-                    reply = Reply::Inserted;
+                    let slot = Slot::new(parent, position);
+                    value = Some(f(txn, slot.clone()).await?);
+                    reply = slot.reply();
                 }
                 Action::BeforeCommit(changes) => {
                     if let Some(h) = hook.as_mut() {
@@ -711,14 +737,33 @@ impl Ordering {
         A::Entity: OrderedEntity,
         <A::Entity as EntityTrait>::Model: IntoActiveModel<A> + Send,
     {
+        let id_column = self.s.spec.id;
         self.insert(db, parent, at, move |txn, slot| {
             let mut row = model.clone();
             Box::pin(async move {
                 set_slot::<A>(&mut row, &slot)?;
-                row.insert(txn).await
+                let inserted = row.insert(txn).await?;
+                // the model came back from `INSERT ... RETURNING` (or its re-read): its
+                // id saves the read-back by slot
+                if let Some(id) = model_id::<A::Entity>(&inserted, id_column) {
+                    slot.inserted_id(id);
+                }
+                Ok(inserted)
             })
         })
         .await
+    }
+}
+
+/// The integer id of `model` in the column named `column`, if it has one.
+fn model_id<E: EntityTrait>(model: &E::Model, column: &str) -> Option<Id> {
+    use sea_orm::ModelTrait;
+    let column = <E::Column as std::str::FromStr>::from_str(column).ok()?;
+    match model.get(column) {
+        Value::BigInt(Some(v)) => Some(v),
+        Value::Int(Some(v)) => Some(v.into()),
+        Value::SmallInt(Some(v)) => Some(v.into()),
+        _ => None,
     }
 }
 

@@ -15,7 +15,7 @@ use ordered_seaorm::{
     Error, OrderedConnection, OrderedEntity, OrderingError, Placement, Request, Spec, Status,
     refusal,
 };
-use sea_orm::{ConnectionTrait, DbErr, EntityTrait, QueryOrder, Set, Statement};
+use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, EntityTrait, QueryOrder, Set, Statement};
 use sea_orm_migration::SchemaManager;
 
 mod card {
@@ -149,6 +149,31 @@ async fn a_live_board_on_every_engine() {
             .unwrap()
             .value;
         assert_eq!(titles(&db, 1).await, ["a", "c", "b"], "{engine}");
+        // insert_model takes the new id from the inserted model; a closure that does not
+        // report it (Slot::inserted_id) costs the statement that reads it back
+        let told = cards
+            .insert_model(&db, 2, Placement::Last, card("x"))
+            .await
+            .unwrap();
+        let plain = cards
+            .insert_last(&db, 2, |txn, slot| {
+                let mut row = card("y");
+                Box::pin(async move {
+                    row.column_id = Set(slot.parent);
+                    row.position = Set(slot.int()?);
+                    row.insert(txn).await
+                })
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            told.outcome.statements + 1,
+            plain.outcome.statements,
+            "{engine}"
+        );
+        assert_eq!(told.outcome.changes.rows[0].id, told.value.id);
+        assert_eq!(plain.outcome.changes.rows[0].id, plain.value.id);
+        assert_eq!(titles(&db, 2).await, ["x", "y"], "{engine}");
         // a missing parent is refused before anything is inserted
         let e = cards
             .insert_model(&db, 9, Placement::Last, card("z"))

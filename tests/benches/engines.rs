@@ -162,19 +162,30 @@ fn insert_row<C: BenchConn>(c: &mut C, s: &Spec, slot: &Slot) -> diesel::QueryRe
     } else {
         "?, ?"
     };
-    c.run(
+    let int = if d == Dialect::Mysql {
+        "SIGNED"
+    } else {
+        "BIGINT"
+    };
+    // the new id from the insert itself (MariaDB, PostgreSQL and SQLite all have
+    // RETURNING), told to the library so it does not read it back
+    let reply = c.run(
         &Statement {
             sql: format!(
-                "INSERT INTO {} ({}, {}) VALUES ({ph})",
+                "INSERT INTO {} ({}, {}) VALUES ({ph}) RETURNING CAST({} AS {int}) AS o_count",
                 q(s.table),
                 q("parent_id"),
-                q("position")
+                q("position"),
+                q("id")
             ),
             args: vec![Arg::I64(slot.parent), (&slot.position).into()],
-            returns: Returns::Nothing,
+            returns: Returns::Count,
         },
         false,
     )?;
+    if let ordered_core::Reply::Count(id) = reply {
+        slot.inserted_id(id);
+    }
     Ok(())
 }
 
