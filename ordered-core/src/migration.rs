@@ -233,9 +233,7 @@ fn order_item(d: Dialect, item: &str) -> String {
 
 /// One statement numbering every collection of the table in the given order.
 pub fn backfill_sql(d: Dialect, spec: &Spec, order_by: &[&str]) -> String {
-    let t = q(d, spec.table);
     let id = q(d, spec.id);
-    let pos = q(d, spec.position);
     let order = if order_by.is_empty() {
         format!("o_s.{id}")
     } else {
@@ -245,11 +243,19 @@ pub fn backfill_sql(d: Dialect, spec: &Spec, order_by: &[&str]) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
+    ranked_update(d, spec, &order, &backfill_value(d, spec, "o_r.o_rn"))
+}
+
+/// `UPDATE` setting the position of every row to `value`, an expression of its row
+/// number `o_r.o_rn` within its collection in `order`.
+fn ranked_update(d: Dialect, spec: &Spec, order: &str, value: &str) -> String {
+    let t = q(d, spec.table);
+    let id = q(d, spec.id);
+    let pos = q(d, spec.position);
     let ranked = format!(
         "(SELECT o_s.{id} AS o_rid, ROW_NUMBER() OVER (PARTITION BY o_s.{} ORDER BY {order}) AS o_rn FROM {t} AS o_s) AS o_r",
         q(d, spec.parent)
     );
-    let value = backfill_value(d, spec, "o_r.o_rn");
     match d {
         Dialect::Postgres => {
             format!(
@@ -265,6 +271,107 @@ pub fn backfill_sql(d: Dialect, spec: &Spec, order_by: &[&str]) -> String {
             format!("UPDATE {t} SET {pos} = {value} FROM {ranked} WHERE {t}.{id} = o_r.o_rid")
         }
     }
+}
+
+/// Takes over a position column the table already has, keeping its order: an integer
+/// column the app ordered by itself (0- or 1-based, with gaps, duplicates or NULLs).
+/// Each collection is renumbered in the order of `order_by` (each a column, optionally
+/// `ASC` or `DESC`, validated like [`Backfill::By`]; empty: the column itself, NULLs
+/// last, then the id) through the temporary range, so an existing unique index on
+/// `(scope, position)` stays satisfied row by row; then the column becomes `BIGINT NOT
+/// NULL` with the domain CHECK, the unique constraint (deferrable on PostgreSQL) and the
+/// parent's version column are added. SQLite can change neither the column's type nor
+/// its constraints: there the rows are renumbered, triggers refuse a row without a
+/// position, and [`crate::verify::check_schema`] still asks for the CHECK (a rebuild of
+/// the table). An existing unique constraint or index under another name stays; on
+/// PostgreSQL `check_schema` says when it is not deferrable.
+///
+/// Integer strategies only: a key column holds keys already, and needs the column
+/// type, collation and constraints of [`create_table`] rather than a renumbering
+/// ([`Error::InvalidRequest`](crate::Error::InvalidRequest) otherwise).
+///
+/// ```
+/// use ordered_core::migration::adopt_ordering;
+/// use ordered_core::{Dialect, Spec};
+///
+/// const STEPS: Spec = Spec::new("steps", "checklist_id", "checklists").with_version("version");
+/// let m = adopt_ordering(Dialect::Postgres, &STEPS, &[])?;
+/// assert!(m.up_sql().contains("ROW_NUMBER() OVER (PARTITION BY o_s.\"checklist_id\""));
+/// assert!(m.up_sql().contains("DEFERRABLE INITIALLY IMMEDIATE"));
+/// # Ok::<(), ordered_core::Error>(())
+/// ```
+pub fn adopt_ordering(
+    d: Dialect,
+    spec: &Spec,
+    order_by: &[&str],
+) -> Result<Migration, crate::Error> {
+    if !matches!(spec.strategy.kind(), PositionKind::Integer) {
+        return Err(crate::Error::InvalidRequest(
+            "adopting a column renumbers integers; a key column needs the type and constraints of the generated table",
+        ));
+    }
+    let t = q(d, spec.table);
+    let c = q(d, spec.position);
+    let id = q(d, spec.id);
+    let order = if order_by.is_empty() {
+        format!("CASE WHEN o_s.{c} IS NULL THEN 1 ELSE 0 END, o_s.{c}, o_s.{id}")
+    } else {
+        order_by
+            .iter()
+            .map(|o| order_item(d, o))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut up: Vec<String> = version_up(d, spec).into_iter().collect();
+    match d {
+        Dialect::Postgres => up.push(format!("ALTER TABLE {t} ALTER COLUMN {c} TYPE BIGINT")),
+        Dialect::Mysql => up.push(format!("ALTER TABLE {t} MODIFY {c} BIGINT NULL")),
+        Dialect::Sqlite => {}
+    }
+    // into the temporary range (no row of the app's is there), then to the final values
+    up.push(ranked_update(
+        d,
+        spec,
+        &order,
+        &format!("{PARK_POSITION} + o_r.o_rn"),
+    ));
+    let final_value = backfill_value(d, spec, &format!("({c} - ({PARK_POSITION}))"));
+    up.push(format!("UPDATE {t} SET {c} = {final_value}"));
+    match d {
+        Dialect::Postgres => {
+            up.push(format!("ALTER TABLE {t} ALTER COLUMN {c} SET NOT NULL"));
+        }
+        Dialect::Mysql => {
+            up.push(format!("ALTER TABLE {t} MODIFY {c} BIGINT NOT NULL"));
+        }
+        Dialect::Sqlite => up.extend(sqlite_required(spec)),
+    }
+    if d != Dialect::Sqlite {
+        up.push(format!(
+            "ALTER TABLE {t} ADD CONSTRAINT {} CHECK ({})",
+            q(d, &check_name(spec)),
+            check_expr(d, spec, false)
+        ));
+    }
+    if d == Dialect::Mysql {
+        up.extend(mysql_parent_index(spec));
+    }
+    up.push(unique_up(d, spec));
+    // the column and its values stay: down removes only what this added
+    let mut down = vec![unique_down(d, spec)];
+    match d {
+        Dialect::Sqlite => {
+            for (name, _) in sqlite_trigger_names(spec) {
+                down.push(format!("DROP TRIGGER IF EXISTS {}", q(d, &name)));
+            }
+        }
+        _ => down.push(format!(
+            "ALTER TABLE {t} DROP CONSTRAINT {}",
+            q(d, &check_name(spec))
+        )),
+    }
+    down.extend(version_down(d, spec));
+    Ok(Migration { up, down })
 }
 
 fn sqlite_trigger_names(spec: &Spec) -> [(String, &'static str); 2] {

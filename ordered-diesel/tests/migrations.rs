@@ -166,3 +166,100 @@ fn expand_and_contract<C: TestConn>(_: ()) {
 fn add_ordering_to_an_existing_table_up_down_up() {
     each_engine!(expand_and_contract);
 }
+
+/// An app that kept its own order in an integer column (0-based, a duplicate, a NULL):
+/// the migration takes the column over and keeps that order, through an existing unique
+/// index the app had on another pair of columns.
+fn adopt<C: TestConn>(_: ()) {
+    let test = "mig_adopt";
+    let db = format!("{test}_{}", C::name());
+    let mut c = C::connect(&db);
+    let t = tables(test, &GAPPED, RebalancePolicy::Window, db);
+    let d = C::DIALECT;
+    let q = |s: &str| ordered_diesel::sql::quote(d, s);
+    drop_tables(&mut c, &t);
+    let (pk, engine) = match d {
+        Dialect::Postgres => ("BIGSERIAL PRIMARY KEY", ""),
+        Dialect::Mysql => (
+            "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
+            " ENGINE=InnoDB",
+        ),
+        Dialect::Sqlite => ("INTEGER PRIMARY KEY AUTOINCREMENT", ""),
+    };
+    c.exec(&format!(
+        "CREATE TABLE {} ({} {pk}, {} VARCHAR(20)){engine}",
+        q(t.parents),
+        q("id"),
+        q("name")
+    ));
+    // the app's own column: a 32-bit integer, nullable
+    c.exec(&format!(
+        "CREATE TABLE {} ({} {pk}, {} BIGINT NOT NULL, {} VARCHAR(100) NOT NULL, {} INTEGER NULL, FOREIGN KEY ({}) REFERENCES {} ({})){engine}",
+        q(t.items), q("id"), q("parent_id"), q("title"), q("position"), q("parent_id"), q(t.parents), q("id")
+    ));
+    for p in [1, 2] {
+        c.exec(&format!(
+            "INSERT INTO {} ({}, {}) VALUES ({p}, 'p')",
+            q(t.parents),
+            q("id"),
+            q("name")
+        ));
+    }
+    for (parent, position) in ["0", "2", "1", "NULL", "2"]
+        .iter()
+        .map(|p| (1, *p))
+        .chain([(2, "5")])
+    {
+        c.exec(&format!(
+            "INSERT INTO {} ({}, {}, {}) VALUES ({parent}, 't', {position})",
+            q(t.items),
+            q("parent_id"),
+            q("title"),
+            q("position")
+        ));
+    }
+    let m = migrations::adopt_ordering(d, &t.spec, &[]).unwrap();
+    for stmt in &m.up {
+        c.exec(stmt);
+    }
+    // the app's order: by position, ties by id, NULLs last; spaced as the library spaces
+    assert_eq!(ids(&mut c, &t, 1), [1, 3, 2, 5, 4], "{}", C::name());
+    assert_eq!(ids(&mut c, &t, 2), [6]);
+    let positions: Vec<i64> = sound(&mut c, &t, 1)
+        .iter()
+        .filter_map(|r| r.position.as_int())
+        .collect();
+    assert_eq!(positions, [1024, 2048, 3072, 4096, 5120], "{}", C::name());
+    let checked = ord(&t).check_schema(&mut c);
+    if d == Dialect::Sqlite {
+        // SQLite cannot add the CHECK to an existing column: the check says so
+        let e = checked.unwrap_err();
+        assert!(e.to_string().contains("no CHECK"), "{e}");
+    } else {
+        checked.unwrap();
+    }
+    // the library writes it from here on
+    let n = add(
+        &mut c,
+        &t,
+        1,
+        Placement::Between {
+            prev: Some(3),
+            next: Some(2),
+        },
+        "n",
+    );
+    ord(&t).move_to_start(&mut c, 4).unwrap();
+    assert_eq!(ids(&mut c, &t, 1), [4, 1, 3, n, 2, 5], "{}", C::name());
+    // down removes what it added and keeps the column and its values
+    for stmt in &m.down {
+        c.exec(stmt);
+    }
+    assert_eq!(ids(&mut c, &t, 1), [4, 1, 3, n, 2, 5]);
+    drop_tables(&mut c, &t);
+}
+
+#[test]
+fn adopt_an_existing_position_column() {
+    each_engine!(adopt);
+}

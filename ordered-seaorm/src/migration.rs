@@ -75,6 +75,20 @@ pub async fn drop_ordering(manager: &SchemaManager<'_>, spec: &Spec) -> Result<(
     .await
 }
 
+/// Takes over a position column the table already has (an integer order the app kept
+/// itself), keeping its order, or the order of `order_by` when given: see
+/// [`ordered_core::migration::adopt_ordering`]. A key strategy is refused.
+pub async fn adopt_ordering(
+    manager: &SchemaManager<'_>,
+    spec: &Spec,
+    order_by: &[&str],
+) -> Result<(), DbErr> {
+    let d = engine(manager)?;
+    let m = ordered_core::migration::adopt_ordering(d, spec, order_by)
+        .map_err(|e| DbErr::Migration(e.to_string()))?;
+    apply(manager, &m.up).await
+}
+
 /// Creates the parent table (`id`, the version column if the spec names one, your
 /// `columns`), for a new schema; an existing parent table only needs the version column,
 /// which [`add_ordering`] adds.

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use ordered_seaorm::migration::{Backfill, add_ordering, drop_ordering};
+use ordered_seaorm::migration::{Backfill, add_ordering, adopt_ordering, drop_ordering};
 use ordered_seaorm::{
     Error, Id, OrderedEntity, Ordering, OrderingError, Placement, Position, PositionStrategy,
     RebalancePolicy, Spec, dialect, sql,
@@ -391,6 +391,33 @@ async fn schema_manager_migrations_up_down_up() {
             Ordering::new(spec).move_to_start(&db, 3).await.unwrap();
             assert_eq!(ids(&db, spec, 1).await, [3, 1, 2]);
             drop_ordering(&manager, &spec).await.unwrap();
+            if sname == "gapped" {
+                // the app's own integer column, taken over with its order (2, 0, 1)
+                exec(
+                    &db,
+                    &format!(
+                        "ALTER TABLE {} ADD COLUMN {} INTEGER NULL",
+                        q(spec.table),
+                        q("position")
+                    ),
+                )
+                .await;
+                for (id, position) in [(1, 2), (2, 0), (3, 1)] {
+                    exec(
+                        &db,
+                        &format!(
+                            "UPDATE {} SET {} = {position} WHERE {} = {id}",
+                            q(spec.table),
+                            q("position"),
+                            q("id")
+                        ),
+                    )
+                    .await;
+                }
+                adopt_ordering(&manager, &spec, &[]).await.unwrap();
+                assert_eq!(ids(&db, spec, 1).await, [2, 3, 1], "{engine} adopted");
+                sound(&db, spec, 1).await;
+            }
         }
     }
 }

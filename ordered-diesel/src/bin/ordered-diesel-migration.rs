@@ -5,6 +5,9 @@
 //!     --engine postgres --table tracks --scope playlist_id --parent playlists \
 //!     --version-column version --backfill created_at,id --dir migrations
 //! ```
+//!
+//! `--adopt` takes over a position column the table already has (the app's own integer
+//! order), keeping its order (or the `--backfill` order).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -62,6 +65,10 @@ struct Args {
     /// Number existing rows per collection in this order (comma-separated columns).
     #[arg(long, value_delimiter = ',')]
     backfill: Vec<String>,
+    /// Take over an existing integer position column instead of adding one, keeping its
+    /// order (ties by id, NULLs last), or the `--backfill` order when given.
+    #[arg(long)]
+    adopt: bool,
     /// Where the migrations live.
     #[arg(long, default_value = "migrations")]
     dir: PathBuf,
@@ -110,7 +117,17 @@ fn main() -> ExitCode {
     } else {
         Backfill::By(&order)
     };
-    let m = migrations::add_ordering(dialect, &spec, backfill);
+    let m = if a.adopt {
+        match migrations::adopt_ordering(dialect, &spec, &order) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("ordered-diesel-migration: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        migrations::add_ordering(dialect, &spec, backfill)
+    };
     match migrations::write(&a.dir, &name, &m) {
         Ok(folder) => {
             println!("{}", folder.display());
