@@ -29,29 +29,7 @@ pub trait OrderedConnection:
     /// Executes one statement and decodes its result. `key` says that positions are
     /// text.
     #[doc(hidden)]
-    fn run(&mut self, stmt: &Statement, key: bool) -> QueryResult<Reply> {
-        self.run_prepared(stmt, key, false)
-    }
-    /// [`OrderedConnection::run`], keeping the prepared statement in the connection's
-    /// statement cache when `reuse` (an operation's fixed-shape statements on PostgreSQL
-    /// and SQLite; never on MySQL, see `conn::reusable`).
-    #[doc(hidden)]
-    fn run_prepared(&mut self, stmt: &Statement, key: bool, reuse: bool) -> QueryResult<Reply>;
-}
-
-/// Binds above which a statement is not kept prepared: chunked relabels and id lists
-/// vary in length, and each length would be a statement of its own in the cache.
-const REUSABLE_BINDS: usize = 16;
-
-/// Whether an operation's statement is kept in the connection's prepared statement
-/// cache: statements of a fixed shape (locks, reads, one-row writes; a handful of texts
-/// per table), on PostgreSQL and SQLite. Never on MySQL/MariaDB: there a cached prepared
-/// statement executed after the server aborted the transaction (an InnoDB deadlock, a
-/// Galera brute-force abort) can leave the client waiting in `mysql_stmt_execute` for
-/// good while the server shows the connection idle (the reliability suite's C4 hung so
-/// on MariaDB 10.11), so every statement is prepared anew, as `sql_query` does.
-pub(crate) fn reusable(d: Dialect, stmt: &Statement) -> bool {
-    d != Dialect::Mysql && stmt.args.len() <= REUSABLE_BINDS
+    fn run(&mut self, stmt: &Statement, key: bool) -> QueryResult<Reply>;
 }
 
 /// The row shapes of [`ordered_core::Returns`] and the query with its binds, shared by
@@ -64,7 +42,7 @@ pub(crate) fn reusable(d: Dialect, stmt: &Statement) -> bool {
 ))]
 pub(crate) mod rows {
     use diesel::backend::Backend;
-    use diesel::result::QueryResult;
+    use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
     use diesel::serialize::ToSql;
     use diesel::sql_types::{BigInt, HasSqlType, Nullable, Text};
     use ordered_core::{Arg, Position, Reply, Row, Statement};
@@ -249,111 +227,21 @@ pub(crate) mod rows {
         rows.first().map_or(0, |r| r.o_count)
     }
 
-    /// A core statement as a Diesel query: its text with the backend's placeholders and
-    /// its typed binds. Unlike `sql_query`, it may be cached as a prepared statement
-    /// (`reuse`): keyed by its text and bind types, a statement of a fixed shape is then
-    /// prepared once per connection (on MySQL that saves a round trip per statement).
-    #[derive(Debug, Clone)]
-    pub(crate) struct Raw {
-        /// The text between placeholders (one more part than binds).
-        parts: Vec<String>,
-        args: Vec<Arg>,
-        reuse: bool,
-    }
-
-    impl diesel::query_builder::QueryId for Raw {
-        type QueryId = ();
-        const HAS_STATIC_QUERY_ID: bool = false;
-    }
-
-    impl diesel::query_builder::Query for Raw {
-        type SqlType = diesel::sql_types::Untyped;
-    }
-
-    impl<DB> diesel::query_builder::QueryFragment<DB> for Raw
+    /// `stmt` as a Diesel raw query with its typed binds.
+    pub(crate) fn query<DB>(stmt: &Statement) -> BoxedSqlQuery<'static, DB, SqlQuery>
     where
         DB: Backend + HasSqlType<BigInt> + HasSqlType<Text>,
         i64: ToSql<BigInt, DB>,
         String: ToSql<Text, DB>,
     {
-        fn walk_ast<'b>(
-            &'b self,
-            mut out: diesel::query_builder::AstPass<'_, 'b, DB>,
-        ) -> QueryResult<()> {
-            if !self.reuse {
-                out.unsafe_to_cache_prepared();
-            }
-            for (i, part) in self.parts.iter().enumerate() {
-                out.push_sql(part);
-                match self.args.get(i) {
-                    Some(Arg::I64(v)) => out.push_bind_param::<BigInt, _>(v)?,
-                    Some(Arg::Text(t)) => out.push_bind_param::<Text, _>(t)?,
-                    None => {}
-                }
-            }
-            Ok(())
+        let mut q = diesel::sql_query(stmt.sql.clone()).into_boxed::<DB>();
+        for a in &stmt.args {
+            q = match a {
+                Arg::I64(v) => q.bind::<BigInt, _>(*v),
+                Arg::Text(t) => q.bind::<Text, _>(t.clone()),
+            };
         }
-    }
-
-    impl<C> diesel::RunQueryDsl<C> for Raw {}
-
-    /// `stmt` as a Diesel query with its typed binds: the statement's own placeholders
-    /// (`$n` on PostgreSQL, `?` elsewhere, in bind order, never inside a quoted name or
-    /// a string literal) are where Diesel puts its own.
-    pub(crate) fn raw(stmt: &Statement, reuse: bool) -> QueryResult<Raw> {
-        let parts = split_placeholders(&stmt.sql);
-        if parts.len() != stmt.args.len() + 1 {
-            return Err(diesel::result::Error::QueryBuilderError(
-                format!(
-                    "ordered-core built a statement with {} placeholders for {} binds: {}",
-                    parts.len() - 1,
-                    stmt.args.len(),
-                    stmt.sql
-                )
-                .into(),
-            ));
-        }
-        Ok(Raw {
-            parts,
-            args: stmt.args.clone(),
-            reuse,
-        })
-    }
-
-    /// The text around the placeholders of `sql`: `?`, or `$` and digits, outside quotes.
-    fn split_placeholders(sql: &str) -> Vec<String> {
-        let bytes = sql.as_bytes();
-        let mut parts = Vec::new();
-        let mut start = 0;
-        let mut quote: Option<u8> = None;
-        let mut i = 0;
-        while i < bytes.len() {
-            let c = bytes[i];
-            match quote {
-                // a doubled quote inside ends and reopens: the state comes out right
-                Some(q) if c == q => quote = None,
-                Some(_) => {}
-                None if matches!(c, b'\'' | b'"' | b'`') => quote = Some(c),
-                None if c == b'?' => {
-                    parts.push(sql[start..i].to_owned());
-                    start = i + 1;
-                }
-                None if c == b'$' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) => {
-                    parts.push(sql[start..i].to_owned());
-                    let mut j = i + 1;
-                    while bytes.get(j).is_some_and(u8::is_ascii_digit) {
-                        j += 1;
-                    }
-                    start = j;
-                    i = j;
-                    continue;
-                }
-                None => {}
-            }
-            i += 1;
-        }
-        parts.push(sql[start..].to_owned());
-        parts
+        q
     }
 }
 
@@ -366,21 +254,15 @@ macro_rules! ordered_connection {
             const DIALECT: Dialect = $dialect;
             const BEGIN: &'static str = ordered_core::sql::begin($dialect);
 
-            fn run_prepared(
-                &mut self,
-                stmt: &Statement,
-                key: bool,
-                reuse: bool,
-            ) -> QueryResult<Reply> {
+            fn run(&mut self, stmt: &Statement, key: bool) -> QueryResult<Reply> {
                 use diesel::RunQueryDsl;
                 use ordered_core::Returns;
 
-                let q = rows::raw(stmt, reuse)?;
+                let q = rows::query::<$backend>(stmt);
                 Ok(match stmt.returns {
                     Returns::Nothing => Reply::Affected(q.execute(self)? as u64),
                     Returns::Rows if key => Reply::Rows(
-                        q.clone()
-                            .load::<rows::KeyRow>(self)?
+                        q.load::<rows::KeyRow>(self)?
                             .into_iter()
                             .map(Into::into)
                             .collect(),

@@ -289,10 +289,7 @@ impl Ordering {
             let action = op.next(reply);
             *locked = op.locked().first().copied();
             match action? {
-                Action::Execute(stmt) => {
-                    reply =
-                        conn.run_prepared(&stmt, key, crate::conn::reusable(C::DIALECT, &stmt))?
-                }
+                Action::Execute(stmt) => reply = conn.run(&stmt, key)?,
                 Action::Insert { parent, position } => {
                     let f = insert.as_mut().ok_or_else(|| {
                         ordered_core::Error::Inconsistent(
