@@ -32,7 +32,7 @@ impl Slot {
     }
 
     /// Tells the library the id of the row your insert created (from `RETURNING id` on
-    /// PostgreSQL, SQLite and MariaDB), which saves the statement that reads it back by
+    /// PostgreSQL and SQLite), which saves the statement that reads it back by
     /// its slot for the outcome's changes. It must be the new row's id: the changes and
     /// the hook report it as given.
     pub fn inserted_id(&self, id: Id) {

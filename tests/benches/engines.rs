@@ -162,23 +162,32 @@ fn insert_row<C: BenchConn>(c: &mut C, s: &Spec, slot: &Slot) -> diesel::QueryRe
     } else {
         "?, ?"
     };
-    let int = if d == Dialect::Mysql {
-        "SIGNED"
-    } else {
-        "BIGINT"
-    };
-    // the new id from the insert itself (MariaDB, PostgreSQL and SQLite all have
-    // RETURNING), told to the library so it does not read it back
+    let insert = format!(
+        "INSERT INTO {} ({}, {}) VALUES ({ph})",
+        q(s.table),
+        q("parent_id"),
+        q("position")
+    );
+    let args = vec![Arg::I64(slot.parent), (&slot.position).into()];
+    if d == Dialect::Mysql {
+        // Diesel's MySQL connection reads no rows from `INSERT ... RETURNING` (a prepared
+        // statement without result metadata), and LAST_INSERT_ID() would be a statement
+        // of its own: the library reads the id back
+        c.run(
+            &Statement {
+                sql: insert,
+                args,
+                returns: Returns::Nothing,
+            },
+            false,
+        )?;
+        return Ok(());
+    }
+    // the new id from the insert itself, told to the library so it does not read it back
     let reply = c.run(
         &Statement {
-            sql: format!(
-                "INSERT INTO {} ({}, {}) VALUES ({ph}) RETURNING CAST({} AS {int}) AS o_count",
-                q(s.table),
-                q("parent_id"),
-                q("position"),
-                q("id")
-            ),
-            args: vec![Arg::I64(slot.parent), (&slot.position).into()],
+            sql: format!("{insert} RETURNING CAST({} AS BIGINT) AS o_count", q("id")),
+            args,
             returns: Returns::Count,
         },
         false,
