@@ -96,6 +96,27 @@ pub enum Reply {
     },
 }
 
+/// The id a caller's insert reported for its new row, shared between the slot the
+/// caller's insert gets and the adapter that replies to [`Action::Insert`]: set, it
+/// makes the reply [`Reply::InsertedId`] (the adapters' `Slot::inserted_id`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InsertedId(std::sync::Arc<std::sync::OnceLock<Id>>);
+
+impl InsertedId {
+    /// Records the new row's id (the first one given stays).
+    pub fn set(&self, id: Id) {
+        let _ = self.0.set(id);
+    }
+
+    /// The reply to [`Action::Insert`]: with the id when the insert reported it.
+    pub fn reply(&self) -> Reply {
+        match self.0.get() {
+            Some(&id) => Reply::InsertedId(id),
+            None => Reply::Inserted,
+        }
+    }
+}
+
 /// What an operation did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

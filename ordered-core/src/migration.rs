@@ -114,6 +114,41 @@ pub fn check_constraint(d: Dialect, spec: &Spec) -> String {
     check_expr(d, spec, false)
 }
 
+/// `ALTER TABLE ... ADD CONSTRAINT <table>_<position>_domain CHECK (...)`.
+fn check_up(d: Dialect, spec: &Spec) -> String {
+    format!(
+        "ALTER TABLE {} ADD CONSTRAINT {} CHECK ({})",
+        q(d, spec.table),
+        q(d, &check_name(spec)),
+        check_expr(d, spec, false)
+    )
+}
+
+/// The tail every migration that orders an existing table shares: the parent index on
+/// MySQL, the unique constraint; and its down: the unique constraint, SQLite's
+/// required-position triggers or the CHECK elsewhere.
+fn constraints(d: Dialect, spec: &Spec, up: &mut Vec<String>) -> Vec<String> {
+    if d == Dialect::Mysql {
+        up.extend(mysql_parent_index(spec));
+    }
+    up.push(unique_up(d, spec));
+    // on MySQL/MariaDB the parent index stays: the foreign key needs an index
+    let mut down = vec![unique_down(d, spec)];
+    match d {
+        Dialect::Sqlite => {
+            for (name, _) in sqlite_trigger_names(spec) {
+                down.push(format!("DROP TRIGGER IF EXISTS {}", q(d, &name)));
+            }
+        }
+        _ => down.push(format!(
+            "ALTER TABLE {} DROP CONSTRAINT {}",
+            q(d, spec.table),
+            q(d, &check_name(spec))
+        )),
+    }
+    down
+}
+
 fn version_up(d: Dialect, spec: &Spec) -> Option<String> {
     spec.version.map(|v| {
         format!(
@@ -347,29 +382,10 @@ pub fn adopt_ordering(
         Dialect::Sqlite => up.extend(sqlite_required(spec)),
     }
     if d != Dialect::Sqlite {
-        up.push(format!(
-            "ALTER TABLE {t} ADD CONSTRAINT {} CHECK ({})",
-            q(d, &check_name(spec)),
-            check_expr(d, spec, false)
-        ));
+        up.push(check_up(d, spec));
     }
-    if d == Dialect::Mysql {
-        up.extend(mysql_parent_index(spec));
-    }
-    up.push(unique_up(d, spec));
     // the column and its values stay: down removes only what this added
-    let mut down = vec![unique_down(d, spec)];
-    match d {
-        Dialect::Sqlite => {
-            for (name, _) in sqlite_trigger_names(spec) {
-                down.push(format!("DROP TRIGGER IF EXISTS {}", q(d, &name)));
-            }
-        }
-        _ => down.push(format!(
-            "ALTER TABLE {t} DROP CONSTRAINT {}",
-            q(d, &check_name(spec))
-        )),
-    }
+    let mut down = constraints(d, spec, &mut up);
     down.extend(version_down(d, spec));
     Ok(Migration { up, down })
 }
@@ -448,11 +464,7 @@ pub fn add_ordering(d: Dialect, spec: &Spec, backfill: Backfill<'_>) -> Migratio
         }
         (_, Backfill::None) => {
             up.push(format!("ALTER TABLE {t} ADD COLUMN {c} {ty} NOT NULL"));
-            up.push(format!(
-                "ALTER TABLE {t} ADD CONSTRAINT {} CHECK ({})",
-                q(d, &check_name(spec)),
-                check_expr(d, spec, false)
-            ));
+            up.push(check_up(d, spec));
         }
         (_, Backfill::By(order)) => {
             up.push(format!("ALTER TABLE {t} ADD COLUMN {c} {ty} NULL"));
@@ -461,30 +473,10 @@ pub fn add_ordering(d: Dialect, spec: &Spec, backfill: Backfill<'_>) -> Migratio
                 Dialect::Mysql => format!("ALTER TABLE {t} MODIFY {c} {ty} NOT NULL"),
                 _ => format!("ALTER TABLE {t} ALTER COLUMN {c} SET NOT NULL"),
             });
-            up.push(format!(
-                "ALTER TABLE {t} ADD CONSTRAINT {} CHECK ({})",
-                q(d, &check_name(spec)),
-                check_expr(d, spec, false)
-            ));
+            up.push(check_up(d, spec));
         }
     }
-    if d == Dialect::Mysql {
-        up.extend(mysql_parent_index(spec));
-    }
-    up.push(unique_up(d, spec));
-    // on MySQL/MariaDB the parent index stays: the foreign key needs an index
-    let mut down = vec![unique_down(d, spec)];
-    if d == Dialect::Sqlite {
-        for (name, _) in sqlite_trigger_names(spec) {
-            down.push(format!("DROP TRIGGER IF EXISTS {}", q(d, &name)));
-        }
-    }
-    if d != Dialect::Sqlite {
-        down.push(format!(
-            "ALTER TABLE {t} DROP CONSTRAINT {}",
-            q(d, &check_name(spec))
-        ));
-    }
+    let mut down = constraints(d, spec, &mut up);
     down.push(format!("ALTER TABLE {t} DROP COLUMN {c}"));
     down.extend(version_down(d, spec));
     Migration { up, down }

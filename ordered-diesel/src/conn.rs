@@ -125,33 +125,33 @@ pub(crate) mod rows {
 
     /// The reply to a [`ordered_core::Returns::Tagged`] statement.
     pub(crate) fn tagged_int(rows: Vec<TaggedIntRow>) -> Reply {
-        Reply::Tagged(
+        tagged(
             rows.into_iter()
-                .map(|r| {
-                    let row = Row {
-                        id: r.o_id,
-                        parent: r.o_parent,
-                        position: Position::Int(r.o_pos),
-                    };
-                    (r.o_q, row)
-                })
-                .collect(),
+                .map(|r| (r.o_q, r.o_id, r.o_parent, Position::Int(r.o_pos))),
         )
     }
 
     /// The reply to a [`ordered_core::Returns::Tagged`] statement on a key table.
     pub(crate) fn tagged_key(rows: Vec<TaggedKeyRow>) -> Reply {
-        Reply::Tagged(
+        tagged(
             rows.into_iter()
-                .map(|r| {
-                    let row = Row {
-                        id: r.o_id,
-                        parent: r.o_parent,
-                        position: Position::Key(r.o_pos),
-                    };
-                    (r.o_q, row)
-                })
-                .collect(),
+                .map(|r| (r.o_q, r.o_id, r.o_parent, Position::Key(r.o_pos))),
+        )
+    }
+
+    fn tagged(rows: impl Iterator<Item = (i64, i64, i64, Position)>) -> Reply {
+        Reply::Tagged(
+            rows.map(|(q, id, parent, position)| {
+                (
+                    q,
+                    Row {
+                        id,
+                        parent,
+                        position,
+                    },
+                )
+            })
+            .collect(),
         )
     }
 

@@ -16,6 +16,40 @@ fn run_file<C: TestConn>(conn: &mut C, path: &std::path::Path) {
     }
 }
 
+/// A legacy schema on `C`: a parents table (no version column) with parents 1 and 2,
+/// and an items table with the given columns after its key and parent.
+fn legacy_tables<C: TestConn>(c: &mut C, t: &Tables, columns: &str) {
+    let d = C::DIALECT;
+    let q = |s: &str| ordered_diesel::sql::quote(d, s);
+    drop_tables(c, t);
+    let (pk, engine) = match d {
+        Dialect::Postgres => ("BIGSERIAL PRIMARY KEY", ""),
+        Dialect::Mysql => (
+            "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
+            " ENGINE=InnoDB",
+        ),
+        Dialect::Sqlite => ("INTEGER PRIMARY KEY AUTOINCREMENT", ""),
+    };
+    c.exec(&format!(
+        "CREATE TABLE {} ({} {pk}, {} VARCHAR(20)){engine}",
+        q(t.parents),
+        q("id"),
+        q("name")
+    ));
+    c.exec(&format!(
+        "CREATE TABLE {} ({} {pk}, {} BIGINT NOT NULL, {columns}, FOREIGN KEY ({}) REFERENCES {} ({})){engine}",
+        q(t.items), q("id"), q("parent_id"), q("parent_id"), q(t.parents), q("id")
+    ));
+    for p in [1, 2] {
+        c.exec(&format!(
+            "INSERT INTO {} ({}, {}) VALUES ({p}, 'p')",
+            q(t.parents),
+            q("id"),
+            q("name")
+        ));
+    }
+}
+
 fn expand_and_contract<C: TestConn>(_: ()) {
     for (sname, strategy) in strategies() {
         let test = format!("mig_{sname}");
@@ -24,34 +58,16 @@ fn expand_and_contract<C: TestConn>(_: ()) {
         let t = tables(&test, strategy, RebalancePolicy::Window, db);
         let d = C::DIALECT;
         let q = |s: &str| ordered_diesel::sql::quote(d, s);
-        drop_tables(&mut c, &t);
-        let (pk, engine) = match d {
-            Dialect::Postgres => ("BIGSERIAL PRIMARY KEY", ""),
-            Dialect::Mysql => (
-                "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
-                " ENGINE=InnoDB",
-            ),
-            Dialect::Sqlite => ("INTEGER PRIMARY KEY AUTOINCREMENT", ""),
-        };
         // a legacy schema: no version column, no position column
-        c.exec(&format!(
-            "CREATE TABLE {} ({} {pk}, {} VARCHAR(20)){engine}",
-            q(t.parents),
-            q("id"),
-            q("name")
-        ));
-        c.exec(&format!(
-            "CREATE TABLE {} ({} {pk}, {} BIGINT NOT NULL, {} VARCHAR(100) NOT NULL, {} BIGINT NOT NULL DEFAULT 0, FOREIGN KEY ({}) REFERENCES {} ({})){engine}",
-            q(t.items), q("id"), q("parent_id"), q("title"), q("created_at"), q("parent_id"), q(t.parents), q("id")
-        ));
-        for p in [1, 2] {
-            c.exec(&format!(
-                "INSERT INTO {} ({}, {}) VALUES ({p}, 'p')",
-                q(t.parents),
-                q("id"),
-                q("name")
-            ));
-        }
+        legacy_tables(
+            &mut c,
+            &t,
+            &format!(
+                "{} VARCHAR(100) NOT NULL, {} BIGINT NOT NULL DEFAULT 0",
+                q("title"),
+                q("created_at")
+            ),
+        );
         // ids 1..=6; creation order differs from id order
         // fresh tables number these 1..=6 on every engine
         for (id, parent, created) in [
@@ -177,34 +193,16 @@ fn adopt<C: TestConn>(_: ()) {
     let t = tables(test, &GAPPED, RebalancePolicy::Window, db);
     let d = C::DIALECT;
     let q = |s: &str| ordered_diesel::sql::quote(d, s);
-    drop_tables(&mut c, &t);
-    let (pk, engine) = match d {
-        Dialect::Postgres => ("BIGSERIAL PRIMARY KEY", ""),
-        Dialect::Mysql => (
-            "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
-            " ENGINE=InnoDB",
-        ),
-        Dialect::Sqlite => ("INTEGER PRIMARY KEY AUTOINCREMENT", ""),
-    };
-    c.exec(&format!(
-        "CREATE TABLE {} ({} {pk}, {} VARCHAR(20)){engine}",
-        q(t.parents),
-        q("id"),
-        q("name")
-    ));
     // the app's own column: a 32-bit integer, nullable
-    c.exec(&format!(
-        "CREATE TABLE {} ({} {pk}, {} BIGINT NOT NULL, {} VARCHAR(100) NOT NULL, {} INTEGER NULL, FOREIGN KEY ({}) REFERENCES {} ({})){engine}",
-        q(t.items), q("id"), q("parent_id"), q("title"), q("position"), q("parent_id"), q(t.parents), q("id")
-    ));
-    for p in [1, 2] {
-        c.exec(&format!(
-            "INSERT INTO {} ({}, {}) VALUES ({p}, 'p')",
-            q(t.parents),
-            q("id"),
-            q("name")
-        ));
-    }
+    legacy_tables(
+        &mut c,
+        &t,
+        &format!(
+            "{} VARCHAR(100) NOT NULL, {} INTEGER NULL",
+            q("title"),
+            q("position")
+        ),
+    );
     for (parent, position) in ["0", "2", "1", "NULL", "2"]
         .iter()
         .map(|p| (1, *p))

@@ -27,15 +27,16 @@ pub struct Slot {
     pub parent: Id,
     /// The position.
     pub position: Position,
-    id: std::sync::Arc<std::sync::OnceLock<Id>>,
+    id: ordered_core::engine::InsertedId,
 }
 
 impl Slot {
     pub(crate) fn new(parent: Id, position: Position) -> Slot {
+        let id = Default::default();
         Slot {
             parent,
             position,
-            id: std::sync::Arc::default(),
+            id,
         }
     }
 
@@ -44,15 +45,11 @@ impl Slot {
     /// its slot for the outcome's changes. It must be the new row's id: the changes and
     /// the hook report it as given.
     pub fn inserted_id(&self, id: Id) {
-        let _ = self.id.set(id);
+        self.id.set(id);
     }
 
-    /// The reply to the insert action: with the id when the insert reported it.
     pub(crate) fn reply(&self) -> ordered_core::Reply {
-        match self.id.get() {
-            Some(&id) => ordered_core::Reply::InsertedId(id),
-            None => ordered_core::Reply::Inserted,
-        }
+        self.id.reply()
     }
 
     /// The position as an integer (gapped and dense strategies); an error usable with

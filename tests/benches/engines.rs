@@ -290,18 +290,22 @@ fn ours<C: BenchConn>(c: &mut C, s: &Spec, ids: &[Id], workload: &str, ops: usiz
     st
 }
 
+/// The floor's lock of parent 1: a locking read (SQLite: `BEGIN IMMEDIATE` is the lock,
+/// and the read is what an app would do).
+fn floor_lock(d: Dialect, s: &Spec) -> String {
+    let q = |x: &str| sql::quote(d, x);
+    let read = format!("SELECT 1 FROM {} WHERE {} = 1", q(s.parent_table), q("id"));
+    match d {
+        Dialect::Sqlite => read,
+        _ => format!("{read} FOR UPDATE"),
+    }
+}
+
 /// The floor: lock the parent and update one row by key, in one transaction.
 fn floor<C: BenchConn>(c: &mut C, s: &Spec, ids: &[Id], ops: usize) -> Stats {
     let d = C::DIALECT;
     let q = |x: &str| sql::quote(d, x);
-    let lock = match d {
-        Dialect::Sqlite => format!("SELECT 1 FROM {} WHERE {} = 1", q(s.parent_table), q("id")),
-        _ => format!(
-            "SELECT 1 FROM {} WHERE {} = 1 FOR UPDATE",
-            q(s.parent_table),
-            q("id")
-        ),
-    };
+    let lock = floor_lock(d, s);
     // the library's own transactions: READ COMMITTED on the servers
     let begin = match d {
         Dialect::Sqlite => "BEGIN IMMEDIATE",
@@ -857,15 +861,7 @@ fn matrix<C: BenchConn>(
     prepare(&mut c, &s, 10, 1);
     let d = C::DIALECT;
     let begin = sql::begin(d);
-    let q = |x: &str| sql::quote(d, x);
-    let lock = match d {
-        Dialect::Sqlite => format!("SELECT 1 FROM {} WHERE {} = 1", q(s.parent_table), q("id")),
-        _ => format!(
-            "SELECT 1 FROM {} WHERE {} = 1 FOR UPDATE",
-            q(s.parent_table),
-            q("id")
-        ),
-    };
+    let lock = floor_lock(d, &s);
     let t = Instant::now();
     std::thread::scope(|sc| {
         for w in 0..writers {
