@@ -182,6 +182,29 @@ pub struct RangeRead {
 }
 
 impl RangeRead {
+    /// The first (`last`: the last) item of `parent`, leaving out `exclude`.
+    pub fn edge(parent: Id, last: bool, exclude: Option<Id>) -> Self {
+        RangeRead {
+            desc: last,
+            limit: Some(1),
+            exclude,
+            ..RangeRead::all(parent)
+        }
+    }
+
+    /// The nearest item of `parent` before (`up`) or after `pos`, leaving out `exclude`.
+    pub fn neighbour(parent: Id, pos: &Position, up: bool, exclude: Option<Id>) -> Self {
+        RangeRead {
+            parent,
+            above: (!up).then(|| pos.clone()),
+            below: up.then(|| pos.clone()),
+            desc: up,
+            limit: Some(1),
+            offset: 0,
+            exclude,
+        }
+    }
+
     fn all(parent: Id) -> Self {
         RangeRead {
             parent,
@@ -490,25 +513,12 @@ impl Planner<'_> {
         up: bool,
         exclude: Option<Id>,
     ) -> Result<Option<Row>, Step> {
-        let r = RangeRead {
-            parent,
-            above: (!up).then(|| pos.clone()),
-            below: up.then(|| pos.clone()),
-            desc: up,
-            limit: Some(1),
-            offset: 0,
-            exclude,
-        };
+        let r = RangeRead::neighbour(parent, pos, up, exclude);
         Ok(self.reads.range(r)?.first().cloned())
     }
 
     fn edge(&self, parent: Id, last: bool, exclude: Option<Id>) -> Result<Option<Row>, Step> {
-        let r = RangeRead {
-            desc: last,
-            limit: Some(1),
-            exclude,
-            ..RangeRead::all(parent)
-        };
+        let r = RangeRead::edge(parent, last, exclude);
         Ok(self.reads.range(r)?.first().cloned())
     }
 

@@ -375,21 +375,9 @@ impl Probe {
                 parent,
                 last,
                 exclude,
-            } => Some(Read::Range(edge(*parent, *last, *exclude))),
+            } => Some(Read::Range(RangeRead::edge(*parent, *last, *exclude))),
             Probe::Near { .. } => None,
         }
-    }
-}
-
-fn edge(parent: Id, last: bool, exclude: Option<Id>) -> RangeRead {
-    RangeRead {
-        parent,
-        above: None,
-        below: None,
-        desc: last,
-        limit: Some(1),
-        offset: 0,
-        exclude,
     }
 }
 
@@ -427,7 +415,7 @@ pub fn fused(d: Dialect, spec: &Spec, probes: &[Probe], locking: bool) -> Statem
                 parent,
                 last,
                 exclude,
-            } => range(&mut b, spec, &edge(*parent, *last, *exclude)),
+            } => range(&mut b, spec, &RangeRead::edge(*parent, *last, *exclude)),
             Probe::Near {
                 parent,
                 of,
@@ -489,35 +477,33 @@ pub fn fused_reads(probes: &[Probe], rows: Vec<(i64, Row)>) -> Vec<(Read, Vec<Ro
             .find(|(p, _)| **p == Probe::Item(id))
             .and_then(|(_, rows)| rows.first())
     };
+    // the bounds of each neighbour read, from its anchor's row in the same statement
+    let bounds: Vec<Option<Position>> = probes
+        .iter()
+        .map(|p| match p {
+            Probe::Near { of, .. } => item_row(*of).map(|r| r.position.clone()),
+            _ => None,
+        })
+        .collect();
     let mut out = Vec::with_capacity(probes.len());
-    for (p, rows) in probes.iter().zip(&parts) {
-        let read = match p {
-            Probe::Item(_) | Probe::Edge { .. } => match p.read() {
+    for ((p, rows), bound) in probes.iter().zip(parts).zip(bounds) {
+        let read = match (p, bound) {
+            (
+                Probe::Near {
+                    parent,
+                    up,
+                    exclude,
+                    ..
+                },
+                Some(pos),
+            ) => Read::Range(RangeRead::neighbour(*parent, &pos, *up, *exclude)),
+            _ => match p.read() {
                 Some(q) => q,
+                // a neighbour whose anchor is missing: nothing to cache
                 None => continue,
             },
-            Probe::Near {
-                parent,
-                of,
-                up,
-                exclude,
-            } => {
-                let Some(anchor) = item_row(*of) else {
-                    continue;
-                };
-                let pos = anchor.position.clone();
-                Read::Range(RangeRead {
-                    parent: *parent,
-                    above: (!up).then(|| pos.clone()),
-                    below: up.then_some(pos),
-                    desc: *up,
-                    limit: Some(1),
-                    offset: 0,
-                    exclude: *exclude,
-                })
-            }
         };
-        out.push((read, rows.clone()));
+        out.push((read, rows));
     }
     out
 }

@@ -24,11 +24,10 @@ pub struct Slot {
 
 impl Slot {
     pub(crate) fn new(parent: Id, position: Position) -> Slot {
-        let id = Default::default();
         Slot {
             parent,
             position,
-            id,
+            id: Default::default(),
         }
     }
 
