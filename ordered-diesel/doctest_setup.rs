@@ -57,7 +57,7 @@ fn setup() -> SqliteConnection {
 fn new_track(conn: &mut SqliteConnection, slot: Slot, title: &str) -> QueryResult<i64> {
     diesel::insert_into(tracks::table)
         .values((
-            tracks::playlist_id.eq(slot.parent),
+            tracks::playlist_id.eq(slot.scope::<i64>()?),
             tracks::title.eq(title),
             tracks::position.eq(slot.int()?),
         ))

@@ -52,7 +52,7 @@ fn new_track(
     move |txn, slot| {
         Box::pin(async move {
             track::ActiveModel {
-                playlist_id: Set(slot.parent),
+                playlist_id: Set(slot.scope()?),
                 title: Set(title.to_owned()),
                 position: Set(slot.int()?),
                 ..Default::default()

@@ -21,6 +21,8 @@ fn spec(strategy: &'static dyn PositionStrategy, policy: RebalancePolicy) -> Spe
         position: "pos",
         parent_table: "ps",
         parent_id: "id",
+        id_type: ordered_core::KeyType::Int,
+        parent_type: ordered_core::KeyType::Int,
         version: None,
         unique: None,
         strategy,

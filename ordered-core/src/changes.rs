@@ -14,10 +14,10 @@
 //! use ordered_core::Position;
 //!
 //! let mut changes = Changes::default();
-//! changes.record(Change { id: 7, parent: 1, position: Position::Int(2048) });
+//! changes.record(Change { id: 7.into(), parent: 1.into(), position: Position::Int(2048) });
 //! // a later write of the same row replaces the earlier one
-//! changes.record(Change { id: 7, parent: 1, position: Position::Int(1536) });
-//! assert_eq!(changes.rows, [Change { id: 7, parent: 1, position: Position::Int(1536) }]);
+//! changes.record(Change { id: 7.into(), parent: 1.into(), position: Position::Int(1536) });
+//! assert_eq!(changes.rows, [Change { id: 7.into(), parent: 1.into(), position: Position::Int(1536) }]);
 //! assert!(!changes.is_summarised());
 //! ```
 
@@ -155,16 +155,16 @@ mod tests {
     fn a_removed_row_leaves_the_rows_and_a_rewritten_one_leaves_the_removed() {
         let mut c = Changes::default();
         c.record(Change {
-            id: 1,
-            parent: 9,
+            id: Id::Int(1),
+            parent: Id::Int(9),
             position: Position::Int(5),
         });
-        c.remove(1);
+        c.remove(Id::Int(1));
         assert!(c.rows.is_empty());
         assert_eq!(c.removed, [1]);
         c.record(Change {
-            id: 1,
-            parent: 8,
+            id: Id::Int(1),
+            parent: Id::Int(8),
             position: Position::Int(3),
         });
         assert!(c.removed.is_empty());
@@ -175,16 +175,16 @@ mod tests {
     fn recording_many_rows_at_once_is_recording_them_one_by_one() {
         let change = |id: Id, pos: i64| Change {
             id,
-            parent: 1,
+            parent: Id::Int(1),
             position: Position::Int(pos),
         };
-        let batch = [change(3, 10), change(1, 20), change(3, 30), change(4, 40)];
+        let batch = [change(Id::Int(3), 10), change(Id::Int(1), 20), change(Id::Int(3), 30), change(Id::Int(4), 40)];
         let mut one = Changes::default();
         let mut all = Changes::default();
         for c in [&mut one, &mut all] {
-            c.record(change(1, 5));
-            c.remove(4);
-            c.remove(7);
+            c.record(change(Id::Int(1), 5));
+            c.remove(Id::Int(4));
+            c.remove(Id::Int(7));
         }
         for ch in batch.clone() {
             one.record(ch);
@@ -200,14 +200,14 @@ mod tests {
         let mut c = Changes::default();
         for (id, parent, p) in [(1, 2, 10), (2, 1, 30), (3, 1, 20)] {
             c.record(Change {
-                id,
-                parent,
+                id: Id::Int(id),
+                parent: Id::Int(parent),
                 position: Position::Int(p),
             });
         }
         c.sort();
         let ids: Vec<Id> = c.rows.iter().map(|r| r.id).collect();
         assert_eq!(ids, [3, 2, 1]);
-        assert_eq!(c.version_of(1), None);
+        assert_eq!(c.version_of(Id::Int(1)), None);
     }
 }

@@ -6,23 +6,23 @@
 //!
 //! const TRACKS: Spec = Spec {
 //!     table: "tracks", id: "id", parent: "playlist_id", position: "position",
-//!     parent_table: "playlists", parent_id: "id", version: None, unique: None,
+//!     parent_table: "playlists", parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, version: None, unique: None,
 //!     strategy: &Gapped::DEFAULT, policy: RebalancePolicy::Window,
 //! };
-//! let mut op = Operation::new(TRACKS, Dialect::Sqlite, Request::Insert { parent: 1, at: Placement::Last });
+//! let mut op = Operation::new(TRACKS, Dialect::Sqlite, Request::Insert { parent: 1.into(), at: Placement::Last });
 //! // 1. lock the parent (SQLite: inside BEGIN IMMEDIATE, a read of the parent row)
 //! let Action::Execute(lock) = op.next(Reply::None)? else { unreachable!() };
 //! assert!(lock.sql.starts_with("SELECT"));
 //! // the parent exists, at version 0
-//! let Action::Execute(read) = op.next(Reply::Parents(vec![(1, 0)]))? else { unreachable!() };
+//! let Action::Execute(read) = op.next(Reply::Parents(vec![(1.into(), 0)]))? else { unreachable!() };
 //! assert!(read.sql.contains("ORDER BY \"position\" DESC"));
 //! // the list is empty: the caller inserts its row at the first position
 //! let Action::Insert { parent, position } = op.next(Reply::Rows(vec![]))? else { unreachable!() };
-//! assert_eq!((parent, position), (1, 1024.into()));
+//! assert_eq!((parent, position), (1.into(), 1024.into()));
 //! // the library reads back the id of the row the caller inserted, for the changes
 //! let Action::Execute(found) = op.next(Reply::Inserted)? else { unreachable!() };
 //! assert!(found.sql.contains("\"position\" = "));
-//! let row = Row { id: 7, parent: 1, position: 1024.into() };
+//! let row = Row { id: 7.into(), parent: 1.into(), position: 1024.into() };
 //! let Action::Done(outcome) = op.next(Reply::Rows(vec![row]))? else { unreachable!() };
 //! assert_eq!(outcome.rows_written, 1);
 //! assert_eq!(outcome.changes.rows[0].id, 7);
@@ -241,6 +241,34 @@ impl Settings {
     /// Whether positions are text keys (how the adapters decode rows).
     pub fn is_key(&self) -> bool {
         matches!(self.spec.strategy.kind(), PositionKind::Key { .. })
+    }
+
+    /// `parent` if it fits the table's scope type, else [`Error::WrongKeyType`]: the
+    /// check the reads outside an operation (`list`, `index_of`) make before binding it.
+    pub fn scope_key(&self, parent: Id) -> Result<Id, Error> {
+        match parent.fits(self.spec.parent_type) {
+            true => Ok(parent),
+            false => Err(Error::WrongKeyType {
+                key: parent,
+                expected: self.spec.parent_type,
+            }),
+        }
+    }
+
+    /// `item` if it fits the table's key type, else [`Error::WrongKeyType`].
+    pub fn item_key(&self, item: Id) -> Result<Id, Error> {
+        match item.fits(self.spec.id_type) {
+            true => Ok(item),
+            false => Err(Error::WrongKeyType {
+                key: item,
+                expected: self.spec.id_type,
+            }),
+        }
+    }
+
+    /// How the adapters decode the table's rows ([`sql::Wire::of`]).
+    pub fn wire(&self) -> sql::Wire {
+        sql::Wire::of(&self.spec)
     }
 
     /// The operation for `req` on `dialect`, configured with these settings.
@@ -529,7 +557,7 @@ impl Operation {
                 Reply::Count(1) => {}
                 Reply::Count(_) => {
                     return Err(Error::PartiallyApplied {
-                        parent: self.locked.first().copied().unwrap_or_default(),
+                        parent: self.locked.first().copied().unwrap_or(Id::Int(0)),
                     });
                 }
                 other => return Err(unexpected("a count", &other)),
@@ -558,6 +586,14 @@ impl Operation {
             match self.phase {
                 Phase::Start => {
                     self.phase = Phase::Discover;
+                    let idem = self.idempotency.filter(|i| !i.fits(self.spec.id_type));
+                    if let Some((key, expected)) = self
+                        .req
+                        .misfit(&self.spec)
+                        .or(idem.map(|i| (i, self.spec.id_type)))
+                    {
+                        return Err(Error::WrongKeyType { key, expected });
+                    }
                     if self.galera {
                         if self.spec.version.is_none() {
                             return Err(Error::VersionColumnRequired {

@@ -18,6 +18,15 @@ pub enum Error {
         /// The missing item.
         id: Id,
     },
+    /// A key of another type than the table's: an integer for a table keyed by UUIDs,
+    /// a UUID for a table keyed by strings, a string for integer keys.
+    #[error("{key} is not {expected}, the type of this table's keys: pass the row's own key")]
+    WrongKeyType {
+        /// The key given.
+        key: Id,
+        /// The type the table's column stores.
+        expected: crate::KeyType,
+    },
     /// The parent (the collection's owner row) does not exist.
     #[error("parent {parent} not found; create the parent row before adding items")]
     ParentNotFound {
@@ -231,14 +240,14 @@ impl Error {
     /// engine: `not_found`, `parent_not_found`, `not_in_collection`,
     /// `stale_neighbours`, `version_conflict`, `self_reference`, `exhausted`,
     /// `index_out_of_range`, `reorder_mismatch`, `invalid_position`, `invalid_key`,
-    /// `parent_changed`, `already_applied`, `key_collation`,
+    /// `wrong_key_type`, `parent_changed`, `already_applied`, `key_collation`,
     /// `version_column_required`, `commit_dropped`, `partially_applied`,
     /// `invalid_request`, `schema_mismatch`, `inconsistent`.
     ///
     /// ```
     /// use ordered_core::{Error, error::Status};
     ///
-    /// let e = Error::StaleNeighbours { prev: Some(4), next: None };
+    /// let e = Error::StaleNeighbours { prev: Some(4.into()), next: None };
     /// assert_eq!(e.code(), "stale_neighbours");
     /// assert_eq!(e.status(), Status::Conflict);
     /// assert_eq!(e.status().http(), 409);
@@ -251,6 +260,7 @@ impl Error {
         match self {
             Error::NotFound { .. } => "not_found",
             Error::ParentNotFound { .. } => "parent_not_found",
+            Error::WrongKeyType { .. } => "wrong_key_type",
             Error::NotInCollection { .. } => "not_in_collection",
             Error::StaleNeighbours { .. } => "stale_neighbours",
             Error::VersionConflict { .. } => "version_conflict",
@@ -287,6 +297,7 @@ impl Error {
             | Error::IndexOutOfRange { .. }
             | Error::InvalidPosition { .. }
             | Error::InvalidKey(_)
+            | Error::WrongKeyType { .. }
             | Error::InvalidRequest(_) => Status::Unprocessable,
             Error::ParentChanged { .. } | Error::CommitDropped => Status::RetryLater,
             Error::Exhausted

@@ -10,7 +10,7 @@
 //!
 //! const TRACKS: Spec = Spec {
 //!     table: "tracks", id: "id", parent: "playlist_id", position: "position",
-//!     parent_table: "playlists", parent_id: "id", version: None, unique: None,
+//!     parent_table: "playlists", parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, version: None, unique: None,
 //!     strategy: &Gapped::DEFAULT, policy: RebalancePolicy::Window,
 //! };
 //! let mut playlist = Store::new(TRACKS);
@@ -40,6 +40,7 @@
 pub mod changes;
 pub mod engine;
 pub mod error;
+pub mod id;
 pub mod key;
 pub mod migration;
 pub mod model;
@@ -52,8 +53,7 @@ pub mod sql;
 pub mod strategy;
 pub mod verify;
 
-/// Item and parent ids: integer keys (`BIGINT`, or `INTEGER` read as one).
-pub type Id = i64;
+pub use id::{Id, Key, KeyTooLong, KeyType, MAX_TEXT_KEY, WrongKey};
 
 pub use changes::{Change, Changes};
 pub use engine::{Action, Controls, FinalStatement, Listing, Operation, Outcome, Reply, Settings};
@@ -63,7 +63,7 @@ pub use plan::{Placement, Plan, Request, Row, Write};
 pub use position::{MAX_POSITION, MIN_POSITION, Position, PositionKind};
 pub use retry::RetryPolicy;
 pub use spec::{Ordered, Spec};
-pub use sql::{Arg, Dialect, Returns, Statement};
+pub use sql::{Arg, Dialect, Returns, Statement, Wire};
 pub use strategy::{
     Dense, Fractional, Gapped, PositionStrategy, RebalancePolicy, Spread, SpreadMode,
 };

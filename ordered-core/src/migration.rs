@@ -8,7 +8,7 @@
 //!
 //! const TRACKS: Spec = Spec {
 //!     table: "tracks", id: "id", parent: "playlist_id", position: "position",
-//!     parent_table: "playlists", parent_id: "id", version: Some("version"), unique: None,
+//!     parent_table: "playlists", parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, version: Some("version"), unique: None,
 //!     strategy: &Gapped::DEFAULT, policy: RebalancePolicy::Window,
 //! };
 //! let m = migration::add_ordering(Dialect::Postgres, &TRACKS, Backfill::By(&["created_at", "id"]));
@@ -17,6 +17,7 @@
 //! ```
 
 use crate::position::{MAX_POSITION, PARK_POSITION, PositionKind};
+use crate::id::KeyType;
 use crate::spec::Spec;
 use crate::sql::{Dialect, quote};
 
@@ -492,17 +493,50 @@ pub fn serial_primary_key(d: Dialect) -> &'static str {
     }
 }
 
+/// The column type of a key of type `ty` in the tables [`create_table`] and
+/// [`create_parent_table`] make (integer primary keys auto-increment; the others hold
+/// what the application chooses):
+///
+/// | | PostgreSQL | MySQL / MariaDB | SQLite |
+/// |---|---|---|---|
+/// | `Int` | `BIGINT` | `BIGINT` | `INTEGER` |
+/// | `Uuid` | `UUID` | `BINARY(16)` | `BLOB` |
+/// | `UuidText` | `CHAR(36)` | `CHAR(36)` | `TEXT` |
+/// | `Text` | `VARCHAR(64)` | `VARCHAR(64)` with the binary collation | `TEXT` |
+///
+/// MySQL compares text case-insensitively under its default collations, so two string
+/// keys that differ in case would be one key: the generated column compares bytes.
+pub fn key_column_type(d: Dialect, ty: KeyType) -> &'static str {
+    match (ty, d) {
+        (KeyType::Int, Dialect::Sqlite) => "INTEGER",
+        (KeyType::Int, _) => "BIGINT",
+        (KeyType::Uuid, Dialect::Postgres) => "UUID",
+        (KeyType::Uuid, Dialect::Mysql) => "BINARY(16)",
+        (KeyType::Uuid, Dialect::Sqlite) => "BLOB",
+        (KeyType::UuidText, Dialect::Sqlite) | (KeyType::Text, Dialect::Sqlite) => "TEXT",
+        (KeyType::UuidText, _) => "CHAR(36)",
+        (KeyType::Text, Dialect::Postgres) => "VARCHAR(64)",
+        (KeyType::Text, Dialect::Mysql) => "VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+    }
+}
+
+/// [`key_column_type`] of a primary key: integers auto-increment, the others are
+/// `NOT NULL PRIMARY KEY`, their values chosen by the application.
+fn primary_key(d: Dialect, ty: KeyType) -> String {
+    match ty {
+        KeyType::Int => serial_primary_key(d).to_owned(),
+        _ => format!("{} NOT NULL PRIMARY KEY", key_column_type(d, ty)),
+    }
+}
+
 /// Creates a new ordered table: `id` primary key, the parent column referencing the
 /// parent table (`ON DELETE CASCADE`), the position column with its CHECK and unique
 /// constraint, and `columns` (name, SQL type) of your own. The parent table (with its
 /// version column, if any) must exist: see [`create_parent_table`].
 pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migration {
     let t = q(d, spec.table);
-    let id_ty = serial_primary_key(d);
-    let parent_ty = match d {
-        Dialect::Sqlite => "INTEGER",
-        _ => "BIGINT",
-    };
+    let id_ty = primary_key(d, spec.id_type);
+    let parent_ty = key_column_type(d, spec.parent_type);
     let mut cols = vec![
         format!("{} {id_ty}", q(d, spec.id)),
         format!(
@@ -580,7 +614,7 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
 /// Creates a parent table `parent_table (parent_id, <columns>, version)` for examples
 /// and tests; real applications already have theirs.
 pub fn create_parent_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migration {
-    let id_ty = serial_primary_key(d);
+    let id_ty = primary_key(d, spec.parent_type);
     let mut cols = vec![format!("{} {id_ty}", q(d, spec.parent_id))];
     for (name, ty) in columns {
         cols.push(format!("{} {ty}", q(d, name)));

@@ -8,7 +8,7 @@
 //!
 //! const SPEC: Spec = Spec {
 //!     table: "t", id: "id", parent: "p", position: "k", parent_table: "ps",
-//!     parent_id: "id", version: None, unique: None,
+//!     parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, version: None, unique: None,
 //!     strategy: &Fractional::DEFAULT, policy: RebalancePolicy::Window,
 //! };
 //! let mut store = Store::new(SPEC);
@@ -50,7 +50,7 @@ pub struct Store {
     spec: Spec,
     rows: HashMap<Id, (Id, Position)>,
     order: HashMap<Id, BTreeSet<(Position, Id)>>,
-    next_id: Id,
+    next_id: i64,
     stats: Stats,
     /// Previous states of the rows changed by the operation in progress.
     undo: Vec<(Id, Option<(Id, Position)>)>,
@@ -75,10 +75,11 @@ impl Store {
     }
 
     /// Inserts a new item and returns its id.
-    pub fn insert(&mut self, parent: Id, at: plan::Placement) -> Result<Id, Error> {
+    pub fn insert(&mut self, parent: impl Into<Id>, at: plan::Placement) -> Result<Id, Error> {
+        let parent = parent.into();
         let p = self.apply(&Request::Insert { parent, at })?;
         let (parent, pos) = p.insert.ok_or(Error::Exhausted)?;
-        let id = self.next_id;
+        let id = Id::Int(self.next_id);
         self.next_id += 1;
         self.put(id, parent, pos)?;
         Ok(id)
@@ -128,7 +129,8 @@ impl Store {
     }
 
     /// The items of a collection in order.
-    pub fn list(&self, parent: Id) -> Vec<Row> {
+    pub fn list(&self, parent: impl Into<Id>) -> Vec<Row> {
+        let parent = parent.into();
         self.order
             .get(&parent)
             .map(|s| {
@@ -144,7 +146,7 @@ impl Store {
     }
 
     /// The ids of a collection in order.
-    pub fn ids(&self, parent: Id) -> Vec<Id> {
+    pub fn ids(&self, parent: impl Into<Id>) -> Vec<Id> {
         self.list(parent).into_iter().map(|r| r.id).collect()
     }
 
@@ -167,11 +169,11 @@ impl Store {
                 };
                 // (pos, id) tuples: bound by position only, so use id extremes
                 let lo = match &r.above {
-                    Some(p) => Bound::Excluded((p.clone(), Id::MAX)),
+                    Some(p) => Bound::Excluded((p.clone(), Id::max_key())),
                     None => Bound::Unbounded,
                 };
                 let hi = match &r.below {
-                    Some(p) => Bound::Excluded((p.clone(), Id::MIN)),
+                    Some(p) => Bound::Excluded((p.clone(), Id::MIN_KEY)),
                     None => Bound::Unbounded,
                 };
                 let it = set.range((lo, hi)).filter(|(_, id)| Some(*id) != r.exclude);
@@ -223,7 +225,7 @@ impl Store {
         self.take(id);
         let set = self.order.entry(parent).or_default();
         if set
-            .range((pos.clone(), Id::MIN)..=(pos.clone(), Id::MAX))
+            .range((pos.clone(), Id::MIN_KEY)..=(pos.clone(), Id::max_key()))
             .next()
             .is_some()
         {
@@ -260,8 +262,8 @@ impl Store {
                     .order
                     .get(parent)
                     .map(|s| {
-                        let lo = Bound::Excluded((Position::Int(*above), Id::MAX));
-                        let hi = Bound::Excluded((Position::Int(*below), Id::MIN));
+                        let lo = Bound::Excluded((Position::Int(*above), Id::max_key()));
+                        let hi = Bound::Excluded((Position::Int(*below), Id::MIN_KEY));
                         s.range((lo, hi)).map(|(_, id)| *id).collect()
                     })
                     .unwrap_or_default();

@@ -27,10 +27,10 @@
 //!
 //! const TRACKS: Spec = Spec {
 //!     table: "tracks", id: "id", parent: "playlist_id", position: "position",
-//!     parent_table: "playlists", parent_id: "id", version: None, unique: None,
+//!     parent_table: "playlists", parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, version: None, unique: None,
 //!     strategy: &Gapped::DEFAULT, policy: RebalancePolicy::Window,
 //! };
-//! let req = Request::Insert { parent: 1, at: Placement::Last };
+//! let req = Request::Insert { parent: 1.into(), at: Placement::Last };
 //! let span = observe::span(&TRACKS, &req);
 //! observe::finished(&span, &TRACKS, &req, Ok(&Outcome::default()));
 //! ```
@@ -47,7 +47,7 @@ pub fn span(spec: &Spec, req: &Request) -> tracing::Span {
         "ordered.operation",
         table = spec.table,
         operation = req.name(),
-        scope = req.scope(),
+        scope = req.scope().map(tracing::field::display),
         attempts = Empty,
         rows_written = Empty,
         relabelled = Empty,

@@ -41,6 +41,18 @@ pub enum Placement {
     Index(u64),
 }
 
+impl Placement {
+    /// The items this placement names.
+    pub fn anchors(&self) -> impl Iterator<Item = Id> {
+        let (a, b) = match self {
+            Placement::Before(x) | Placement::After(x) => (Some(*x), None),
+            Placement::Between { prev, next } => (*prev, *next),
+            Placement::First | Placement::Last | Placement::Index(_) => (None, None),
+        };
+        a.into_iter().chain(b)
+    }
+}
+
 /// An ordering request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -132,6 +144,38 @@ impl Request {
             )),
             other => Ok(other),
         }
+    }
+
+    /// The first key of the request that does not fit `spec`'s key types (an item key
+    /// that is not of [`Spec::id_type`], a collection key that is not of
+    /// [`Spec::parent_type`]), with the type it should have.
+    pub fn misfit(&self, spec: &Spec) -> Option<(Id, crate::KeyType)> {
+        let (items, scope): (Vec<Id>, Option<Id>) = match self {
+            Request::Insert { parent, at } => (at.anchors().collect(), Some(*parent)),
+            Request::Move { item, at } => (
+                std::iter::once(*item).chain(at.anchors()).collect(),
+                None,
+            ),
+            Request::MoveToParent { item, parent, at } => (
+                std::iter::once(*item).chain(at.anchors()).collect(),
+                Some(*parent),
+            ),
+            Request::MoveUp { item } | Request::MoveDown { item } | Request::Remove { item } => {
+                (vec![*item], None)
+            }
+            Request::Swap { a, b } => (vec![*a, *b], None),
+            Request::Reorder { parent, ids } => (ids.clone(), Some(*parent)),
+            Request::Rebalance { parent } => (Vec::new(), Some(*parent)),
+        };
+        scope
+            .filter(|p| !p.fits(spec.parent_type))
+            .map(|p| (p, spec.parent_type))
+            .or_else(|| {
+                items
+                    .into_iter()
+                    .find(|i| !i.fits(spec.id_type))
+                    .map(|i| (i, spec.id_type))
+            })
     }
 
     /// The collection the request names, if it names one (inserts, cross-collection

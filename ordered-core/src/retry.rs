@@ -281,6 +281,8 @@ mod tests {
             position: "position",
             parent_table: "playlists",
             parent_id: "id",
+            id_type: crate::KeyType::Int,
+            parent_type: crate::KeyType::Int,
             version: None,
             unique: None,
             strategy: &crate::Gapped::DEFAULT,

@@ -1,5 +1,6 @@
 //! What a model declares about its ordering.
 
+use crate::id::KeyType;
 use crate::strategy::{PositionStrategy, RebalancePolicy};
 
 /// The names and choices that describe one ordered table. The derives of the adapters
@@ -15,6 +16,8 @@ use crate::strategy::{PositionStrategy, RebalancePolicy};
 ///     position: "position",
 ///     parent_table: "playlists",
 ///     parent_id: "id",
+///     id_type: ordered_core::KeyType::Int,
+///     parent_type: ordered_core::KeyType::Int,
 ///     version: Some("version"),
 ///     unique: None,
 ///     strategy: &Gapped::DEFAULT,
@@ -26,10 +29,14 @@ use crate::strategy::{PositionStrategy, RebalancePolicy};
 pub struct Spec {
     /// The items table.
     pub table: &'static str,
-    /// Its primary key column (an integer).
+    /// Its primary key column.
     pub id: &'static str,
-    /// The scope column: the parent's key (an integer).
+    /// The scope column: the parent's key.
     pub parent: &'static str,
+    /// How the key column stores keys (integers by default).
+    pub id_type: KeyType,
+    /// How the scope column (and the parent table's key) stores keys.
+    pub parent_type: KeyType,
     /// The position column.
     pub position: &'static str,
     /// The parent table, whose row is locked before every write.
@@ -72,6 +79,8 @@ impl Spec {
             table,
             id: "id",
             parent,
+            id_type: KeyType::Int,
+            parent_type: KeyType::Int,
             position: "position",
             parent_table,
             parent_id: "id",
@@ -86,6 +95,24 @@ impl Spec {
     pub const fn with_id(mut self, column: &'static str) -> Spec {
         self.id = column;
         self
+    }
+
+    /// How the items' key column stores keys.
+    pub const fn with_id_type(mut self, ty: KeyType) -> Spec {
+        self.id_type = ty;
+        self
+    }
+
+    /// How the scope column and the parent table's key store keys.
+    pub const fn with_parent_type(mut self, ty: KeyType) -> Spec {
+        self.parent_type = ty;
+        self
+    }
+
+    /// Whether the statements hand keys back as text (either key is not an integer):
+    /// then every item column of a read, the position included, is text.
+    pub fn text_wire(&self) -> bool {
+        self.id_type.is_text() || self.parent_type.is_text()
     }
 
     /// The position column.

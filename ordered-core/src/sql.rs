@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::Id;
+use crate::id::{Id, KeyType};
 use crate::plan::{RangeRead, Read, Row, Write};
 use crate::position::{PARK_POSITION, Position, PositionKind, TEMP_KEY_PREFIX};
 use crate::spec::Spec;
@@ -43,6 +43,8 @@ pub enum Arg {
     I64(i64),
     /// Text.
     Text(String),
+    /// Bytes (a UUID in binary form, `BINARY(16)` or an SQLite blob).
+    Bytes(Vec<u8>),
 }
 
 impl From<&Position> for Arg {
@@ -52,6 +54,112 @@ impl From<&Position> for Arg {
             Position::Key(k) => Arg::Text(k.clone()),
         }
     }
+}
+
+/// A key as a parameter of SQL of your own (an insert of a row with a UUID or string
+/// key): the placeholder for parameter number `n` (1-based; `$n` on PostgreSQL, `?`
+/// elsewhere), cast to `uuid` where PostgreSQL needs it, and its argument, both as the
+/// library's own statements bind a key of type `ty`.
+///
+/// ```
+/// use ordered_core::{Arg, Dialect, Id, KeyType, sql};
+///
+/// let card = Id::Uuid(ordered_core::id::Uuid::from_u128(1));
+/// let (ph, arg) = sql::key_param(Dialect::Postgres, KeyType::Uuid, card, 1);
+/// assert_eq!(ph, "CAST($1 AS UUID)");
+/// assert_eq!(arg, Arg::Text("00000000-0000-0000-0000-000000000001".into()));
+/// let (ph, arg) = sql::key_param(Dialect::Mysql, KeyType::Uuid, card, 1);
+/// assert_eq!((ph.as_str(), arg.clone()), ("?", Arg::Bytes(card.as_uuid().unwrap().as_bytes().to_vec())));
+/// ```
+pub fn key_param(d: Dialect, ty: KeyType, id: Id, n: usize) -> (String, Arg) {
+    let mut b = B::new(d);
+    // the placeholder number comes from the arguments bound so far
+    b.args = vec![Arg::I64(0); n.saturating_sub(1)];
+    b.key(ty, id);
+    let arg = b.args.pop().unwrap_or(Arg::I64(0));
+    (b.sql, arg)
+}
+
+/// How an adapter decodes the rows of a table's statements: whether keys come back as
+/// text ([`Spec::text_wire`]; then the position does too), whether positions are keys,
+/// and the key types to parse text back into. Build it with [`Wire::of`]; statements
+/// that read no table (the Galera probes, the schema probe) use [`Wire::PLAIN`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wire {
+    /// Keys, and positions, are text: decode `o_id`, `o_parent`, `o_pos` as text and
+    /// parse them with [`Wire::row`] (and a parent row's `o_id` with
+    /// [`Wire::parent_key`]).
+    pub text: bool,
+    /// Positions are fractional keys (text) rather than integers.
+    pub key: bool,
+    /// The items' key type.
+    pub id: KeyType,
+    /// The scope's key type.
+    pub parent: KeyType,
+}
+
+/// A value the database handed back that does not parse as the key or position its
+/// column should hold (a spec whose key types do not match the table).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the database returned {value:?} where {expected} was expected: check the model's key types against the table")]
+pub struct DecodeError {
+    /// The text returned.
+    pub value: String,
+    /// What it should have been.
+    pub expected: &'static str,
+}
+
+impl Wire {
+    /// Integer keys and integer positions.
+    pub const PLAIN: Wire = Wire {
+        text: false,
+        key: false,
+        id: KeyType::Int,
+        parent: KeyType::Int,
+    };
+
+    /// How the statements of `spec`'s table hand back their rows.
+    pub fn of(spec: &Spec) -> Wire {
+        Wire {
+            text: spec.text_wire(),
+            key: is_key(spec),
+            id: spec.id_type,
+            parent: spec.parent_type,
+        }
+    }
+
+    /// An item row handed back as text.
+    pub fn row(&self, id: &str, parent: &str, position: String) -> Result<Row, DecodeError> {
+        let position = if self.key {
+            Position::Key(position)
+        } else {
+            Position::Int(position.trim().parse().map_err(|_| DecodeError {
+                value: position.clone(),
+                expected: "an integer position",
+            })?)
+        };
+        Ok(Row {
+            id: parse_key(self.id, id)?,
+            parent: self.parent_key(parent)?,
+            position,
+        })
+    }
+
+    /// A parent key (a parent row's `o_id`) handed back as text.
+    pub fn parent_key(&self, s: &str) -> Result<Id, DecodeError> {
+        parse_key(self.parent, s)
+    }
+}
+
+fn parse_key(ty: KeyType, s: &str) -> Result<Id, DecodeError> {
+    ty.parse(s).ok_or_else(|| DecodeError {
+        value: s.to_owned(),
+        expected: match ty {
+            KeyType::Int => "an integer key",
+            KeyType::Uuid | KeyType::UuidText => "a UUID key",
+            KeyType::Text => "a text key",
+        },
+    })
 }
 
 /// What a statement returns, which tells the adapter how to decode its rows.
@@ -133,6 +241,62 @@ impl B {
     fn i(&mut self, v: i64) -> &mut Self {
         self.bind(Arg::I64(v))
     }
+    /// A key of a column of type `ty`: an integer, a UUID (text cast to `uuid` on
+    /// PostgreSQL, 16 bytes on the others, or its hyphenated text) or a string.
+    fn key(&mut self, ty: KeyType, id: Id) -> &mut Self {
+        match id {
+            Id::Int(v) => self.i(v),
+            Id::Uuid(u) => match (ty, self.d) {
+                (KeyType::Uuid, Dialect::Postgres) => {
+                    self.s("CAST(")
+                        .bind(Arg::Text(u.hyphenated().to_string()))
+                        .s(" AS UUID)")
+                }
+                (KeyType::Uuid, _) => self.bind(Arg::Bytes(u.as_bytes().to_vec())),
+                _ => self.bind(Arg::Text(u.hyphenated().to_string())),
+            },
+            Id::Text(t) => self.bind(Arg::Text(t.to_string())),
+        }
+    }
+    /// An item id of `spec`'s table.
+    fn item(&mut self, spec: &Spec, id: Id) -> &mut Self {
+        self.key(spec.id_type, id)
+    }
+    /// A scope value (parent key) of `spec`'s table.
+    fn scope(&mut self, spec: &Spec, id: Id) -> &mut Self {
+        self.key(spec.parent_type, id)
+    }
+    /// A key column as a statement hands it back: `BIGINT`, or on a text wire
+    /// ([`Spec::text_wire`]) text (a binary UUID as 32 hexadecimal digits).
+    fn out_key(&mut self, text: bool, ty: KeyType, f: impl FnOnce(&mut Self)) -> &mut Self {
+        if !text {
+            return self.cast_int(f);
+        }
+        match (ty, self.d) {
+            (KeyType::Uuid, Dialect::Mysql) => {
+                self.s("LOWER(HEX(");
+                f(self);
+                self.s("))")
+            }
+            // SQLite's hex(NULL) is '': a missing item of a LEFT JOIN stays NULL
+            (KeyType::Uuid, Dialect::Sqlite) => {
+                self.s("NULLIF(LOWER(HEX(");
+                f(self);
+                self.s(")), '')")
+            }
+            _ => self.cast_text(f),
+        }
+    }
+    /// `CAST(<expr> AS TEXT)` in the engine's spelling.
+    fn cast_text(&mut self, f: impl FnOnce(&mut Self)) -> &mut Self {
+        self.s("CAST(");
+        f(self);
+        self.s(if self.d == Dialect::Mysql {
+            " AS CHAR)"
+        } else {
+            " AS TEXT)"
+        })
+    }
     fn done(self, returns: Returns) -> Statement {
         Statement {
             sql: self.sql,
@@ -174,11 +338,14 @@ fn item_columns_of(b: &mut B, spec: &Spec, alias: Option<&str>) {
         }
         b.id(ident);
     };
-    b.cast_int(|b| col(b, spec.id))
+    let text = spec.text_wire();
+    b.out_key(text, spec.id_type, |b| col(b, spec.id))
         .s(" AS o_id, ")
-        .cast_int(|b| col(b, spec.parent))
+        .out_key(text, spec.parent_type, |b| col(b, spec.parent))
         .s(" AS o_parent, ");
-    if is_key(spec) {
+    if text && !is_key(spec) {
+        b.cast_text(|b| col(b, spec.position));
+    } else if is_key(spec) {
         if b.d == Dialect::Mysql {
             // the column is VARBINARY (byte order, no padding); hand it back as text
             b.s("CAST(");
@@ -240,7 +407,7 @@ pub fn bump_after_lock(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Optio
         .s(" + 1 WHERE ")
         .id(spec.parent_id)
         .s(" = ")
-        .i(parent);
+        .scope(spec, parent);
     Some(u.done(Returns::Nothing))
 }
 
@@ -267,7 +434,7 @@ fn lock(d: Dialect, spec: &Spec, target: LockTarget, bump: bool) -> Statement {
         b.id(spec.parent_id).s(" = ");
         match target {
             LockTarget::Parent(p) => {
-                b.i(p);
+                b.scope(spec, p);
             }
             LockTarget::ParentOf(item) => {
                 b.s("(SELECT ")
@@ -277,7 +444,7 @@ fn lock(d: Dialect, spec: &Spec, target: LockTarget, bump: bool) -> Statement {
                     .s(" WHERE ")
                     .id(spec.id)
                     .s(" = ")
-                    .i(item)
+                    .item(spec, item)
                     .s(")");
             }
         }
@@ -300,7 +467,7 @@ fn lock(d: Dialect, spec: &Spec, target: LockTarget, bump: bool) -> Statement {
             b.s(" WHERE ");
             key(&mut b);
             b.s(" RETURNING ")
-                .cast_int(|b| {
+                .out_key(spec.text_wire(), spec.parent_type, |b| {
                     b.id(spec.parent_id);
                 })
                 .s(" AS o_id, ");
@@ -316,7 +483,7 @@ fn lock(d: Dialect, spec: &Spec, target: LockTarget, bump: bool) -> Statement {
         Dialect::Postgres | Dialect::Mysql | Dialect::Sqlite => {
             let mut b = B::new(d);
             b.s("SELECT ")
-                .cast_int(|b| {
+                .out_key(spec.text_wire(), spec.parent_type, |b| {
                     b.id(spec.parent_id);
                 })
                 .s(" AS o_id, ");
@@ -409,7 +576,7 @@ pub fn fused(d: Dialect, spec: &Spec, probes: &[Probe], locking: bool) -> Statem
         b.s(" FROM ").id(spec.table).s(" WHERE ");
         match p {
             Probe::Item(id) => {
-                b.id(spec.id).s(" = ").i(*id);
+                b.id(spec.id).s(" = ").item(spec, *id);
             }
             Probe::Edge {
                 parent,
@@ -424,7 +591,7 @@ pub fn fused(d: Dialect, spec: &Spec, probes: &[Probe], locking: bool) -> Statem
             } => {
                 b.id(spec.parent)
                     .s(" = ")
-                    .i(*parent)
+                    .scope(spec, *parent)
                     .s(" AND ")
                     .id(spec.position)
                     .s(if *up { " < " } else { " > " })
@@ -435,13 +602,13 @@ pub fn fused(d: Dialect, spec: &Spec, probes: &[Probe], locking: bool) -> Statem
                     .s(" WHERE ")
                     .id(spec.id)
                     .s(" = ")
-                    .i(*of);
+                    .item(spec, *of);
                 if lock {
                     b.s(" FOR UPDATE");
                 }
                 b.s(")");
                 if let Some(x) = exclude {
-                    b.s(" AND ").id(spec.id).s(" <> ").i(*x);
+                    b.s(" AND ").id(spec.id).s(" <> ").item(spec, *x);
                 }
                 b.s(" ORDER BY ")
                     .id(spec.position)
@@ -519,7 +686,7 @@ pub fn read(d: Dialect, spec: &Spec, r: &Read, locking: bool) -> Statement {
     b.s(" FROM ").id(spec.table).s(" WHERE ");
     match r {
         Read::Item { id } => {
-            b.id(spec.id).s(" = ").i(*id);
+            b.id(spec.id).s(" = ").item(spec, *id);
         }
         Read::Range(r) => range(&mut b, spec, r),
     }
@@ -530,7 +697,7 @@ pub fn read(d: Dialect, spec: &Spec, r: &Read, locking: bool) -> Statement {
 }
 
 fn range(b: &mut B, spec: &Spec, r: &RangeRead) {
-    b.id(spec.parent).s(" = ").i(r.parent);
+    b.id(spec.parent).s(" = ").scope(spec, r.parent);
     if let Some(p) = &r.above {
         b.s(" AND ").id(spec.position).s(" > ").bind(p.into());
     }
@@ -538,7 +705,7 @@ fn range(b: &mut B, spec: &Spec, r: &RangeRead) {
         b.s(" AND ").id(spec.position).s(" < ").bind(p.into());
     }
     if let Some(x) = r.exclude {
-        b.s(" AND ").id(spec.id).s(" <> ").i(x);
+        b.s(" AND ").id(spec.id).s(" <> ").item(spec, x);
     }
     let dir = if r.desc { " DESC" } else { "" };
     b.s(" ORDER BY ").id(spec.position).s(dir);
@@ -583,15 +750,27 @@ pub fn list(d: Dialect, spec: &Spec, parent: Id) -> Statement {
 /// probes as the engine sorted them.
 pub fn probe_key_order(d: Dialect, spec: &Spec, probes: &[&str]) -> Statement {
     let mut b = B::new(d);
-    b.s("SELECT ")
-        .cast_int(|b| {
-            b.s("0");
-        })
-        .s(" AS o_id, ")
-        .cast_int(|b| {
-            b.s("0");
-        })
-        .s(" AS o_parent, ");
+    // no row of the table: a placeholder key of each column's type
+    let zero = |b: &mut B, ty: KeyType| {
+        if !spec.text_wire() {
+            b.cast_int(|b| {
+                b.s("0");
+            });
+        } else {
+            b.cast_text(|b| {
+                b.s(match ty {
+                    KeyType::Int => "0",
+                    KeyType::Uuid | KeyType::UuidText => "'00000000-0000-0000-0000-000000000000'",
+                    KeyType::Text => "''",
+                });
+            });
+        }
+    };
+    b.s("SELECT ");
+    zero(&mut b, spec.id_type);
+    b.s(" AS o_id, ");
+    zero(&mut b, spec.parent_type);
+    b.s(" AS o_parent, ");
     if d == Dialect::Mysql {
         b.s("CAST(o_p AS CHAR)");
     } else {
@@ -639,7 +818,7 @@ pub fn list_versioned(d: Dialect, spec: &Spec, parent: Id) -> Statement {
     col(&mut b, "o_p", spec.parent_id);
     b.s(" WHERE ");
     col(&mut b, "o_p", spec.parent_id);
-    b.s(" = ").i(parent).s(" ORDER BY ");
+    b.s(" = ").scope(spec, parent).s(" ORDER BY ");
     col(&mut b, "o_i", spec.position);
     b.s(", ");
     col(&mut b, "o_i", spec.id);
@@ -757,7 +936,7 @@ fn slot_filter(b: &mut B, spec: &Spec, parent: Id, op: &str, position: &Position
         .s(" WHERE ")
         .id(spec.parent)
         .s(" = ")
-        .i(parent)
+        .scope(spec, parent)
         .s(" AND ")
         .id(spec.position)
         .s(op)
@@ -778,7 +957,7 @@ pub fn write(d: Dialect, spec: &Spec, w: &Write) -> Vec<Statement> {
                 .s(" SET ")
                 .id(spec.parent)
                 .s(" = ")
-                .i(*parent)
+                .scope(spec, *parent)
                 .s(", ")
                 .id(spec.position)
                 .s(" = ")
@@ -786,7 +965,7 @@ pub fn write(d: Dialect, spec: &Spec, w: &Write) -> Vec<Statement> {
                 .s(" WHERE ")
                 .id(spec.id)
                 .s(" = ")
-                .i(*id);
+                .item(spec, *id);
             vec![b.done(Returns::Nothing)]
         }
         Write::Delete { id } => {
@@ -796,7 +975,7 @@ pub fn write(d: Dialect, spec: &Spec, w: &Write) -> Vec<Statement> {
                 .s(" WHERE ")
                 .id(spec.id)
                 .s(" = ")
-                .i(*id);
+                .item(spec, *id);
             vec![b.done(Returns::Nothing)]
         }
         Write::Renumber {
@@ -843,7 +1022,7 @@ fn renumber(
             .s(" WHERE ")
             .id(spec.parent)
             .s(" = ")
-            .i(parent)
+            .scope(spec, parent)
             .s(" AND ")
             .id(spec.position)
             .s(" > ")
@@ -923,7 +1102,7 @@ fn unpark_negated(d: Dialect, spec: &Spec, parent: Id) -> Statement {
         .s(" WHERE ")
         .id(spec.parent)
         .s(" = ")
-        .i(parent)
+        .scope(spec, parent)
         .s(" AND ")
         .id(spec.position)
         .s(" < 0 AND ")
@@ -938,7 +1117,7 @@ fn shift(d: Dialect, spec: &Spec, parent: Id, from: i64, to: i64, delta: i64) ->
         b.s(" WHERE ")
             .id(spec.parent)
             .s(" = ")
-            .i(parent)
+            .scope(spec, parent)
             .s(" AND ")
             .id(spec.position)
             .s(" >= ")
@@ -974,7 +1153,7 @@ fn shift(d: Dialect, spec: &Spec, parent: Id, from: i64, to: i64, delta: i64) ->
                 .s(" - 1 WHERE ")
                 .id(spec.parent)
                 .s(" = ")
-                .i(parent)
+                .scope(spec, parent)
                 .s(" AND ")
                 .id(spec.position)
                 .s(" < 0 AND ")
@@ -986,13 +1165,13 @@ fn shift(d: Dialect, spec: &Spec, parent: Id, from: i64, to: i64, delta: i64) ->
     }
 }
 
-fn id_list(b: &mut B, ids: impl Iterator<Item = Id>) {
+fn id_list(b: &mut B, spec: &Spec, ids: impl Iterator<Item = Id>) {
     b.s("(");
     for (i, id) in ids.enumerate() {
         if i > 0 {
             b.s(", ");
         }
-        b.i(id);
+        b.item(spec, id);
     }
     b.s(")");
 }
@@ -1036,11 +1215,11 @@ fn assign(d: Dialect, spec: &Spec, parent: Id, rows: &[(Id, Position)]) -> Vec<S
             b.s(" WHERE ")
                 .id(spec.parent)
                 .s(" = ")
-                .i(parent)
+                .scope(spec, parent)
                 .s(" AND ")
                 .id(spec.id)
                 .s(" IN ");
-            id_list(&mut b, chunk.iter().map(|r| r.0));
+            id_list(&mut b, spec, chunk.iter().map(|r| r.0));
             out.push(b.done(Returns::Nothing));
         }
     }
@@ -1053,7 +1232,7 @@ fn assign(d: Dialect, spec: &Spec, parent: Id, rows: &[(Id, Position)]) -> Vec<S
             .s(" = CASE ")
             .id(spec.id);
         for (id, p) in chunk.iter() {
-            b.s(" WHEN ").i(*id).s(" THEN ");
+            b.s(" WHEN ").item(spec, *id).s(" THEN ");
             match (d, p) {
                 (Dialect::Postgres, Position::Int(_)) => {
                     b.s("CAST(").bind(p.into()).s(" AS BIGINT)");
@@ -1069,11 +1248,11 @@ fn assign(d: Dialect, spec: &Spec, parent: Id, rows: &[(Id, Position)]) -> Vec<S
         b.s(" END WHERE ")
             .id(spec.parent)
             .s(" = ")
-            .i(parent)
+            .scope(spec, parent)
             .s(" AND ")
             .id(spec.id)
             .s(" IN ");
-        id_list(&mut b, chunk.iter().map(|r| r.0));
+        id_list(&mut b, spec, chunk.iter().map(|r| r.0));
         out.push(b.done(Returns::Nothing));
     }
     if d == Dialect::Postgres && chunks.len() > 1 {

@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+use ordered_core::Id;
 use ordered_core::{
     Action, Arg, Dialect, Error, Gapped, Operation, Placement, Position, RebalancePolicy, Reply,
     Request, Returns, Row, Spec, Statement, sql,
@@ -16,6 +17,8 @@ const SPEC: Spec = Spec {
     position: "position",
     parent_table: "parents",
     parent_id: "id",
+    id_type: ordered_core::KeyType::Int,
+    parent_type: ordered_core::KeyType::Int,
     version: Some("version"),
     unique: None,
     strategy: &Gapped::DEFAULT,
@@ -24,8 +27,8 @@ const SPEC: Spec = Spec {
 
 fn row(id: i64, parent: i64, pos: i64) -> Row {
     Row {
-        id,
-        parent,
+        id: Id::Int(id),
+        parent: Id::Int(parent),
         position: Position::Int(pos),
     }
 }
@@ -45,8 +48,8 @@ fn execute(a: Result<Action, Error>) -> Statement {
 #[test]
 fn a_move_whose_item_changed_collection_while_it_waited_is_retried() {
     let req = Request::MoveToParent {
-        item: 2,
-        parent: 2,
+        item: Id::Int(2),
+        parent: Id::Int(2),
         at: Placement::First,
     };
     let mut op = Operation::new(SPEC, Dialect::Postgres, req.clone());
@@ -56,11 +59,11 @@ fn a_move_whose_item_changed_collection_while_it_waited_is_retried() {
     // locks in increasing id order: 1, then 2
     let lock1 = execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
     assert!(lock1.sql.starts_with("UPDATE \"parents\""), "{}", lock1.sql);
-    let lock2 = execute(op.next(Reply::Parents(vec![(1, 3)])));
+    let lock2 = execute(op.next(Reply::Parents(vec![(Id::Int(1), 3)])));
     assert_eq!(lock2.returns, Returns::Parent);
     // under the locks, the item is read again (with the head of parent 2, in one
     // statement) before anything is checked
-    let again = execute(op.next(Reply::Parents(vec![(2, 1)])));
+    let again = execute(op.next(Reply::Parents(vec![(Id::Int(2), 1)])));
     assert_eq!(again.returns, Returns::Tagged);
     assert!(again.sql.contains("WHERE \"id\" = $1"), "{}", again.sql);
     assert_eq!(again.args[0], Arg::I64(2));
@@ -68,7 +71,7 @@ fn a_move_whose_item_changed_collection_while_it_waited_is_retried() {
     let err = op
         .next(Reply::Tagged(vec![(0, row(2, 2, 1024))]))
         .unwrap_err();
-    assert_eq!(err, Error::ParentChanged { id: 2 });
+    assert_eq!(err, Error::ParentChanged { id: Id::Int(2) });
     assert!(err.is_retryable());
 
     // a client that expected parent 1 at version 2 read a list that has changed since
@@ -76,15 +79,15 @@ fn a_move_whose_item_changed_collection_while_it_waited_is_retried() {
     let mut op = Operation::new(SPEC, Dialect::Postgres, req).expect_version(Some(2));
     execute(op.next(Reply::None));
     execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
-    execute(op.next(Reply::Parents(vec![(1, 3)])));
-    execute(op.next(Reply::Parents(vec![(2, 2)])));
+    execute(op.next(Reply::Parents(vec![(Id::Int(1), 3)])));
+    execute(op.next(Reply::Parents(vec![(Id::Int(2), 2)])));
     let err = op
         .next(Reply::Tagged(vec![(0, row(2, 2, 1024))]))
         .unwrap_err();
     assert_eq!(
         err,
         Error::VersionConflict {
-            parent: 1,
+            parent: Id::Int(1),
             expected: 2,
             actual: 3
         }
@@ -94,15 +97,15 @@ fn a_move_whose_item_changed_collection_while_it_waited_is_retried() {
 #[test]
 fn the_item_still_in_place_is_planned_with_its_own_collection_version() {
     let req = Request::MoveToParent {
-        item: 2,
-        parent: 2,
+        item: Id::Int(2),
+        parent: Id::Int(2),
         at: Placement::First,
     };
     let mut op = Operation::new(SPEC, Dialect::Postgres, req.clone()).expect_version(Some(7));
     execute(op.next(Reply::None));
     execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
-    execute(op.next(Reply::Parents(vec![(1, 3)])));
-    execute(op.next(Reply::Parents(vec![(2, 1)])));
+    execute(op.next(Reply::Parents(vec![(Id::Int(1), 3)])));
+    execute(op.next(Reply::Parents(vec![(Id::Int(2), 1)])));
     // item 2 is still in parent 1, whose version is 3: the expected version is checked
     // against parent 1
     let err = op
@@ -114,7 +117,7 @@ fn the_item_still_in_place_is_planned_with_its_own_collection_version() {
     assert_eq!(
         err,
         Error::VersionConflict {
-            parent: 1,
+            parent: Id::Int(1),
             expected: 7,
             actual: 3
         }
@@ -125,8 +128,8 @@ fn the_item_still_in_place_is_planned_with_its_own_collection_version() {
     let mut op = Operation::new(SPEC, Dialect::Postgres, req).expect_version(Some(3));
     execute(op.next(Reply::None));
     execute(op.next(Reply::Rows(vec![row(2, 1, 2048)])));
-    execute(op.next(Reply::Parents(vec![(1, 3)])));
-    let fused = execute(op.next(Reply::Parents(vec![(2, 1)])));
+    execute(op.next(Reply::Parents(vec![(Id::Int(1), 3)])));
+    let fused = execute(op.next(Reply::Parents(vec![(Id::Int(2), 1)])));
     assert!(
         fused.sql.contains("UNION ALL") && fused.sql.contains("ORDER BY \"position\" LIMIT"),
         "{}",
@@ -150,7 +153,7 @@ fn the_item_still_in_place_is_planned_with_its_own_collection_version() {
 #[test]
 fn a_single_collection_move_whose_item_left_is_retried_or_refused() {
     let req = Request::Move {
-        item: 2,
+        item: Id::Int(2),
         at: Placement::Last,
     };
     let run = |expected: Option<i64>| {
@@ -166,19 +169,19 @@ fn a_single_collection_move_whose_item_left_is_retried_or_refused() {
             lock.sql
         );
         // then one reads the item and the tail of that collection, under the lock
-        let fused = execute(op.next(Reply::Parents(vec![(1, 9)])));
+        let fused = execute(op.next(Reply::Parents(vec![(Id::Int(1), 9)])));
         assert_eq!(fused.returns, Returns::Tagged);
         op.next(Reply::Tagged(vec![(0, row(2, 4, 1024))]))
             .unwrap_err()
     };
     // no expected version, or the one parent 1 is at: retried from the start
-    assert_eq!(run(None), Error::ParentChanged { id: 2 });
-    assert_eq!(run(Some(9)), Error::ParentChanged { id: 2 });
+    assert_eq!(run(None), Error::ParentChanged { id: Id::Int(2) });
+    assert_eq!(run(Some(9)), Error::ParentChanged { id: Id::Int(2) });
     // an older one: the client's list is stale
     assert_eq!(
         run(Some(5)),
         Error::VersionConflict {
-            parent: 1,
+            parent: Id::Int(1),
             expected: 5,
             actual: 9
         }
@@ -190,7 +193,7 @@ fn a_single_collection_move_whose_item_left_is_retried_or_refused() {
 #[test]
 fn a_move_that_locks_nothing_says_whether_the_item_or_its_parent_is_missing() {
     let req = Request::Move {
-        item: 2,
+        item: Id::Int(2),
         at: Placement::First,
     };
     for d in [Dialect::Postgres, Dialect::Mysql, Dialect::Sqlite] {
@@ -201,7 +204,7 @@ fn a_move_that_locks_nothing_says_whether_the_item_or_its_parent_is_missing() {
         assert_eq!(read.returns, Returns::Rows);
         assert_eq!(
             op.next(Reply::Rows(vec![])).unwrap_err(),
-            Error::NotFound { id: 2 }
+            Error::NotFound { id: Id::Int(2) }
         );
 
         let mut op = Operation::new(SPEC, d, req.clone());
@@ -212,7 +215,7 @@ fn a_move_that_locks_nothing_says_whether_the_item_or_its_parent_is_missing() {
         assert_eq!(lock.returns, Returns::Parent);
         assert_eq!(
             op.next(Reply::Parents(vec![])).unwrap_err(),
-            Error::ParentNotFound { parent: 5 }
+            Error::ParentNotFound { parent: Id::Int(5) }
         );
     }
 }
@@ -222,14 +225,14 @@ fn a_move_that_locks_nothing_says_whether_the_item_or_its_parent_is_missing() {
 #[test]
 fn the_bump_follows_a_lock_through_the_item_on_mysql_and_sqlite() {
     let req = Request::Move {
-        item: 2,
-        at: Placement::Before(3),
+        item: Id::Int(2),
+        at: Placement::Before(Id::Int(3)),
     };
     for d in [Dialect::Mysql, Dialect::Sqlite] {
         let mut op = Operation::new(SPEC, d, req.clone());
         let lock = execute(op.next(Reply::None));
         assert!(lock.sql.starts_with("SELECT"), "{}", lock.sql);
-        let bump = execute(op.next(Reply::Parents(vec![(7, 4)])));
+        let bump = execute(op.next(Reply::Parents(vec![(Id::Int(7), 4)])));
         assert!(bump.sql.starts_with("UPDATE"), "{}", bump.sql);
         assert_eq!(bump.args, [Arg::I64(7)]);
         let fused = execute(op.next(Reply::Affected(1)));
@@ -262,7 +265,7 @@ fn galera_refuses_a_spec_without_a_version_column_before_any_statement() {
         spec,
         Dialect::Mysql,
         Request::Insert {
-            parent: 1,
+            parent: Id::Int(1),
             at: Placement::Last,
         },
     )
@@ -278,7 +281,7 @@ fn galera_refuses_a_spec_without_a_version_column_before_any_statement() {
         spec,
         Dialect::Mysql,
         Request::Insert {
-            parent: 1,
+            parent: Id::Int(1),
             at: Placement::Last,
         },
     );
@@ -292,7 +295,7 @@ fn galera_insert(replicated: i64) -> (Vec<Statement>, Result<Action, Error>) {
         SPEC,
         Dialect::Mysql,
         Request::Insert {
-            parent: 1,
+            parent: Id::Int(1),
             at: Placement::Last,
         },
     )
@@ -302,7 +305,7 @@ fn galera_insert(replicated: i64) -> (Vec<Statement>, Result<Action, Error>) {
     seen.push(mark.clone());
     let lock = execute(op.next(Reply::Affected(0)));
     seen.push(lock);
-    let bump = execute(op.next(Reply::Parents(vec![(1, 0)])));
+    let bump = execute(op.next(Reply::Parents(vec![(Id::Int(1), 0)])));
     seen.push(bump);
     let tail = execute(op.next(Reply::Affected(1)));
     seen.push(tail);
@@ -314,11 +317,11 @@ fn galera_insert(replicated: i64) -> (Vec<Statement>, Result<Action, Error>) {
     let found = execute(op.next(Reply::Inserted));
     assert_eq!(
         found,
-        sql::at(Dialect::Mysql, &SPEC, 1, &Position::Int(1024))
+        sql::at(Dialect::Mysql, &SPEC, Id::Int(1), &Position::Int(1024))
     );
     let row = Row {
-        id: 42,
-        parent: 1,
+        id: Id::Int(42),
+        parent: Id::Int(1),
         position: Position::Int(1024),
     };
     let check = execute(op.next(Reply::Rows(vec![row])));
@@ -341,12 +344,12 @@ fn galera_brackets_the_transaction_with_the_replication_check() {
         .iter()
         .map(|c| (c.id, c.parent))
         .collect();
-    assert_eq!(ids, [(42, 1)]);
+    assert_eq!(ids, [(Id::Int(42), Id::Int(1))]);
 
     // a GTID written since the mark: statements ran outside the transaction
     let (_, partial) = galera_insert(0);
     let err = partial.unwrap_err();
-    assert_eq!(err, Error::PartiallyApplied { parent: 1 });
+    assert_eq!(err, Error::PartiallyApplied { parent: Id::Int(1) });
     assert!(!err.is_retryable());
 
     // after COMMIT the same check must see a new GTID
@@ -357,12 +360,12 @@ fn galera_brackets_the_transaction_with_the_replication_check() {
     // a failed attempt: a new GTID after a lock is a partial operation; before any
     // lock (no mark of this attempt) or with the GTID unchanged it is not
     assert_eq!(
-        sql::galera::check_escaped(Some(0), Some(4)),
-        Some(Error::PartiallyApplied { parent: 4 })
+        sql::galera::check_escaped(Some(0), Some(Id::Int(4))),
+        Some(Error::PartiallyApplied { parent: Id::Int(4) })
     );
     assert_eq!(sql::galera::check_escaped(Some(0), None), None);
-    assert_eq!(sql::galera::check_escaped(Some(1), Some(4)), None);
-    assert_eq!(sql::galera::check_escaped(None, Some(4)), None);
+    assert_eq!(sql::galera::check_escaped(Some(1), Some(Id::Int(4))), None);
+    assert_eq!(sql::galera::check_escaped(None, Some(Id::Int(4))), None);
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+use ordered_core::Id;
 use ordered_core::model::Store;
 use ordered_core::{
     Dense, Error, Fractional, Gapped, Placement, Position, PositionStrategy, RebalancePolicy,
@@ -17,6 +18,8 @@ fn spec(strategy: &'static dyn PositionStrategy, policy: RebalancePolicy) -> Spe
         position: "position",
         parent_table: "playlists",
         parent_id: "id",
+        id_type: ordered_core::KeyType::Int,
+        parent_type: ordered_core::KeyType::Int,
         version: None,
         unique: None,
         strategy,
@@ -53,7 +56,7 @@ fn seeds_playlist_scenario() {
         )
         .unwrap();
     assert_eq!(s.ids(1), [intro, credits, setup, demo]);
-    s.apply(&Request::Rebalance { parent: 1 }).unwrap();
+    s.apply(&Request::Rebalance { parent: Id::Int(1) }).unwrap();
     assert_eq!(s.ids(1), [intro, credits, setup, demo]);
     assert_eq!(
         positions(&s, 1),
@@ -80,7 +83,7 @@ fn stale_and_bad_requests_are_typed_and_change_nothing() {
     let cases: Vec<(Request, Error)> = vec![
         (
             Request::Insert {
-                parent: 1,
+                parent: Id::Int(1),
                 at: Placement::Between {
                     prev: Some(a),
                     next: Some(b),
@@ -93,7 +96,7 @@ fn stale_and_bad_requests_are_typed_and_change_nothing() {
         ),
         (
             Request::Insert {
-                parent: 1,
+                parent: Id::Int(1),
                 at: Placement::Between {
                     prev: None,
                     next: None,
@@ -106,27 +109,27 @@ fn stale_and_bad_requests_are_typed_and_change_nothing() {
         ),
         (
             Request::Insert {
-                parent: 1,
+                parent: Id::Int(1),
                 at: Placement::After(other),
             },
             Error::NotInCollection {
                 id: other,
-                parent: 1,
+                parent: Id::Int(1),
             },
         ),
         (
             Request::Insert {
-                parent: 1,
-                at: Placement::After(999),
+                parent: Id::Int(1),
+                at: Placement::After(Id::Int(999)),
             },
-            Error::NotFound { id: 999 },
+            Error::NotFound { id: Id::Int(999) },
         ),
         (
             Request::Move {
-                item: 999,
+                item: Id::Int(999),
                 at: Placement::First,
             },
-            Error::NotFound { id: 999 },
+            Error::NotFound { id: Id::Int(999) },
         ),
         (
             Request::Move {
@@ -140,33 +143,33 @@ fn stale_and_bad_requests_are_typed_and_change_nothing() {
             Request::Swap { a, b: other },
             Error::NotInCollection {
                 id: other,
-                parent: 1,
+                parent: Id::Int(1),
             },
         ),
         (
             Request::Insert {
-                parent: 1,
+                parent: Id::Int(1),
                 at: Placement::Index(5),
             },
             Error::IndexOutOfRange { index: 5 },
         ),
         (
             Request::Reorder {
-                parent: 1,
+                parent: Id::Int(1),
                 ids: vec![a, b],
             },
             Error::ReorderMismatch {
-                parent: 1,
+                parent: Id::Int(1),
                 reason: "2 ids given for 3 items".into(),
             },
         ),
         (
             Request::Reorder {
-                parent: 1,
+                parent: Id::Int(1),
                 ids: vec![a, b, b],
             },
             Error::ReorderMismatch {
-                parent: 1,
+                parent: Id::Int(1),
                 reason: format!("item {b} is listed twice"),
             },
         ),
@@ -210,7 +213,7 @@ fn never_policy_reports_exhausted() {
     );
     assert_eq!(s.list(1), before);
     // an explicit rebalance makes room again
-    s.apply(&Request::Rebalance { parent: 1 }).unwrap();
+    s.apply(&Request::Rebalance { parent: Id::Int(1) }).unwrap();
     assert_eq!(positions(&s, 1), [2, 4, 6].map(Position::Int));
     s.insert(1, Placement::After(a)).unwrap();
 }
@@ -257,14 +260,14 @@ fn reorder_writes_only_rows_off_the_longest_increasing_run() {
         &Fractional::DEFAULT,
     ] {
         let mut s = Store::new(spec(strategy, RebalancePolicy::Window));
-        let ids: Vec<i64> = (0..10)
+        let ids: Vec<Id> = (0..10)
             .map(|_| s.insert(1, Placement::Last).unwrap())
             .collect();
         let mut wanted = ids.clone();
         wanted.swap(2, 7); // two items out of place
         let plan = s
             .apply(&Request::Reorder {
-                parent: 1,
+                parent: Id::Int(1),
                 ids: wanted.clone(),
             })
             .unwrap();
@@ -289,7 +292,7 @@ fn dense_keeps_zero_to_n() {
     assert_eq!(s.ids(1), [a, b, c]);
     s.apply(&Request::MoveToParent {
         item: a,
-        parent: 2,
+        parent: Id::Int(2),
         at: Placement::First,
     })
     .unwrap();
@@ -304,7 +307,7 @@ fn cross_parent_moves_lock_both_in_increasing_order() {
     let a = s.insert(9, Placement::Last).unwrap();
     let req = Request::MoveToParent {
         item: a,
-        parent: 3,
+        parent: Id::Int(3),
         at: Placement::Last,
     };
     let mut reads = ordered_core::plan::Reads::new();
@@ -321,7 +324,7 @@ fn cross_parent_moves_lock_both_in_increasing_order() {
         plan.writes,
         vec![Write::Set {
             id: a,
-            parent: 3,
+            parent: Id::Int(3),
             position: Position::Key("a0".into())
         }]
     );

@@ -21,6 +21,8 @@ fn spec(strategy: &'static dyn PositionStrategy, policy: RebalancePolicy) -> Spe
         position: "position",
         parent_table: "parents",
         parent_id: "id",
+        id_type: ordered_core::KeyType::Int,
+        parent_type: ordered_core::KeyType::Int,
         version: None,
         unique: None,
         strategy,
@@ -52,7 +54,7 @@ impl Rng {
 /// Applies one random operation to the store and to a plain `Vec` model, and checks
 /// that both agree. Returns whether the operation was refused with `Exhausted`.
 fn random_op(store: &mut Store, model: &mut HashMap<Id, Vec<Id>>, rng: &mut Rng) -> bool {
-    let parent = 1 + rng.below(2) as Id;
+    let parent = Id::Int(1 + rng.below(2) as i64);
     let list = model.entry(parent).or_default().clone();
     let placement = |rng: &mut Rng, list: &[Id]| -> (Placement, usize) {
         let i = rng.below(list.len() + 1);
@@ -86,7 +88,7 @@ fn random_op(store: &mut Store, model: &mut HashMap<Id, Vec<Id>>, rng: &mut Rng)
         })
     } else if kind < 16 {
         let item = list[rng.below(list.len())];
-        let other = 3 - parent;
+        let other = Id::Int(3 - parent.as_int().unwrap_or(1));
         let dest = model.entry(other).or_default().clone();
         let (at, i) = placement(rng, &dest);
         store
@@ -185,7 +187,7 @@ fn run(
     for i in 0..ops {
         exhausted += u64::from(random_op(&mut store, &mut model, &mut rng));
         // keep lists at a few hundred items so that moves stay interesting
-        for parent in [1, 2] {
+        for parent in [Id::Int(1), Id::Int(2)] {
             while model.get(&parent).map_or(0, Vec::len) > 400 {
                 let id = model.get_mut(&parent).unwrap().remove(0);
                 store.apply(&Request::Remove { item: id }).unwrap();

@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+use ordered_core::Id;
 use ordered_core::migration::{self, Backfill};
 use ordered_core::plan::{RangeRead, Read};
 use ordered_core::sql::{self, Arg, Dialect, Returns};
@@ -14,6 +15,8 @@ const TRACKS: Spec = Spec {
     position: "position",
     parent_table: "playlists",
     parent_id: "id",
+    id_type: ordered_core::KeyType::Int,
+    parent_type: ordered_core::KeyType::Int,
     version: Some("version"),
     unique: None,
     strategy: &Gapped::DEFAULT,
@@ -27,6 +30,8 @@ const CARDS: Spec = Spec {
     position: "rank",
     parent_table: "columns",
     parent_id: "id",
+    id_type: ordered_core::KeyType::Int,
+    parent_type: ordered_core::KeyType::Int,
     version: None,
     unique: Some("cards_rank_uq"),
     strategy: &Fractional::DEFAULT,
@@ -35,7 +40,7 @@ const CARDS: Spec = Spec {
 
 #[test]
 fn parent_lock_per_engine() {
-    let pg = sql::lock_parent(Dialect::Postgres, &TRACKS, 7, true);
+    let pg = sql::lock_parent(Dialect::Postgres, &TRACKS, Id::Int(7), true);
     assert_eq!(pg.len(), 1);
     assert_eq!(
         pg[0].sql,
@@ -44,13 +49,13 @@ fn parent_lock_per_engine() {
     assert_eq!(pg[0].args, vec![Arg::I64(7)]);
     assert_eq!(pg[0].returns, Returns::Parent);
 
-    let pg_nov = sql::lock_parent(Dialect::Postgres, &CARDS, 7, true);
+    let pg_nov = sql::lock_parent(Dialect::Postgres, &CARDS, Id::Int(7), true);
     assert_eq!(
         pg_nov[0].sql,
         r#"UPDATE "columns" SET "id" = "id" WHERE "id" = $1 RETURNING CAST("id" AS BIGINT) AS o_id, CAST(0 AS BIGINT) AS o_version"#
     );
 
-    let my = sql::lock_parent(Dialect::Mysql, &TRACKS, 7, true);
+    let my = sql::lock_parent(Dialect::Mysql, &TRACKS, Id::Int(7), true);
     assert_eq!(
         my[0].sql,
         "SELECT CAST(`id` AS SIGNED) AS o_id, CAST(`version` AS SIGNED) AS o_version FROM `playlists` WHERE `id` = ? FOR UPDATE"
@@ -60,7 +65,7 @@ fn parent_lock_per_engine() {
         "UPDATE `playlists` SET `version` = `version` + 1 WHERE `id` = ?"
     );
 
-    let lite = sql::lock_parent(Dialect::Sqlite, &TRACKS, 7, true);
+    let lite = sql::lock_parent(Dialect::Sqlite, &TRACKS, Id::Int(7), true);
     assert_eq!(
         lite[0].sql,
         r#"SELECT "id" AS o_id, "version" AS o_version FROM "playlists" WHERE "id" = ?"#
@@ -70,20 +75,20 @@ fn parent_lock_per_engine() {
         r#"UPDATE "playlists" SET "version" = "version" + 1 WHERE "id" = ?"#
     );
     // the negative control: a plain lock with no bump
-    let my_nobump = sql::lock_parent(Dialect::Mysql, &TRACKS, 7, false);
+    let my_nobump = sql::lock_parent(Dialect::Mysql, &TRACKS, Id::Int(7), false);
     assert_eq!(my_nobump.len(), 1);
 }
 
 #[test]
 fn neighbour_reads_lock_on_mysql_only() {
     let r = Read::Range(RangeRead {
-        parent: 3,
+        parent: Id::Int(3),
         above: Some(Position::Int(2048)),
         below: None,
         desc: false,
         limit: Some(1),
         offset: 0,
-        exclude: Some(9),
+        exclude: Some(Id::Int(9)),
     });
     assert_eq!(
         sql::read(Dialect::Postgres, &TRACKS, &r, true).sql,
@@ -97,13 +102,13 @@ fn neighbour_reads_lock_on_mysql_only() {
         sql::read(Dialect::Sqlite, &TRACKS, &r, true).sql,
         r#"SELECT "id" AS o_id, "playlist_id" AS o_parent, "position" AS o_pos FROM "tracks" WHERE "playlist_id" = ? AND "position" > ? AND "id" <> ? ORDER BY "position" LIMIT ?"#
     );
-    let keys = sql::read(Dialect::Mysql, &CARDS, &Read::Item { id: 4 }, false);
+    let keys = sql::read(Dialect::Mysql, &CARDS, &Read::Item { id: Id::Int(4) }, false);
     assert_eq!(
         keys.sql,
         "SELECT CAST(`id` AS SIGNED) AS o_id, CAST(`column_id` AS SIGNED) AS o_parent, CAST(`rank` AS CHAR) AS o_pos FROM `cards` WHERE `id` = ?"
     );
     let desc = Read::Range(RangeRead {
-        parent: 3,
+        parent: Id::Int(3),
         above: None,
         below: Some(Position::Key("a1".into())),
         desc: true,
@@ -129,7 +134,7 @@ fn neighbour_reads_lock_on_mysql_only() {
 
 #[test]
 fn full_reads_keep_the_id_tiebreak() {
-    let all = sql::list(Dialect::Sqlite, &TRACKS, 1);
+    let all = sql::list(Dialect::Sqlite, &TRACKS, Id::Int(1));
     assert_eq!(
         all.sql,
         r#"SELECT "id" AS o_id, "playlist_id" AS o_parent, "position" AS o_pos FROM "tracks" WHERE "playlist_id" = ? ORDER BY "position", "id""#
@@ -139,7 +144,7 @@ fn full_reads_keep_the_id_tiebreak() {
 #[test]
 fn relabel_is_one_statement_on_postgres_and_two_elsewhere() {
     let w = Write::Renumber {
-        parent: 1,
+        parent: Id::Int(1),
         above: 1024,
         below: 2048,
         first: 1100,
@@ -181,10 +186,10 @@ fn relabel_is_one_statement_on_postgres_and_two_elsewhere() {
 #[test]
 fn key_assign_parks_in_a_prefix_outside_the_alphabet() {
     let w = Write::Assign {
-        parent: 2,
+        parent: Id::Int(2),
         rows: vec![
-            (10, Position::Key("a1".into())),
-            (11, Position::Key("a2".into())),
+            (Id::Int(10), Position::Key("a1".into())),
+            (Id::Int(11), Position::Key("a2".into())),
         ],
     };
     let pg = sql::write(Dialect::Postgres, &CARDS, &w);
@@ -206,9 +211,9 @@ fn key_assign_parks_in_a_prefix_outside_the_alphabet() {
     );
     // large relabels on PostgreSQL defer the constraint across chunks, then check it
     let big = Write::Assign {
-        parent: 2,
+        parent: Id::Int(2),
         rows: (0..450)
-            .map(|i| (i, Position::Key(format!("a{i}"))))
+            .map(|i| (Id::Int(i), Position::Key(format!("a{i}"))))
             .collect(),
     };
     let stmts = sql::write(Dialect::Postgres, &CARDS, &big);

@@ -406,6 +406,34 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
         }
     }
 
+    // the key types come from the `table!` columns; the fields must read them
+    let sql_type = |t: &Path, c: &Ident| {
+        quote_spanned!(c.span()=> <#t::#c as ::ordered_diesel::__private::diesel::Expression>::SqlType)
+    };
+    let id_st = sql_type(&table, &id_ident);
+    let scope_st = sql_type(&table, &scope);
+    let pk_st = sql_type(&parent, &parent_key);
+    let mut checks = Vec::new();
+    if let Data::Struct(s) = &ast.data {
+        for f in &s.fields {
+            let st = if f.ident.as_ref() == Some(&id_ident) {
+                &id_st
+            } else if f.ident.as_ref() == Some(&scope) {
+                &scope_st
+            } else {
+                continue;
+            };
+            let ty = &f.ty;
+            checks.push(quote_spanned!(ty.span()=> key_field::<#ty, #st>();));
+        }
+    }
+    let same_key = quote_spanned!(scope.span()=> same_key::<#scope_st, #pk_st>(););
+    let key_type = |st: &TokenStream2, span: Span| {
+        quote_spanned!(span=> <#st as ::ordered_diesel::KeyColumn>::TYPE)
+    };
+    let id_type = key_type(&id_st, id_ident.span());
+    let parent_type = key_type(&scope_st, scope.span());
+
     let (impl_g, ty_g, where_c) = ast.generics.split_for_impl();
     Ok(quote! {
         const _: () = {
@@ -417,11 +445,20 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
                     position: #pos_col,
                     parent_table: #parent_sql,
                     parent_id: #pk_col,
+                    id_type: #id_type,
+                    parent_type: #parent_type,
                     version: #version,
                     unique: #unique,
                     strategy: #strategy,
                     policy: #policy,
                 };
+            }
+            #[allow(dead_code)]
+            fn check_keys() {
+                fn key_field<F: ::ordered_diesel::KeyField<ST>, ST>() {}
+                fn same_key<A: ::ordered_diesel::keys::SameKey<B>, B>() {}
+                #(#checks)*
+                #same_key
             }
         };
     })

@@ -30,7 +30,7 @@
 //!         Box::pin(async move {
 //!             diesel::insert_into(tracks::table)
 //!                 .values((
-//!                     tracks::playlist_id.eq(slot.parent),
+//!                     tracks::playlist_id.eq(slot.scope::<i64>()?),
 //!                     tracks::title.eq("Demo"),
 //!                     tracks::position.eq(slot.int()?),
 //!                 ))
@@ -54,7 +54,7 @@ use diesel::result::{Error as DieselError, QueryResult};
 use ordered_core::retry::Attempts;
 use ordered_core::{
     Action, Changes, Dialect, Id, Listing, Ordered, Outcome, Placement, Reply, Report, Request,
-    Row, Settings, Spec, Statement, observe, sql,
+    Row, Settings, Spec, Statement, Wire, observe, sql,
 };
 use tracing::Instrument;
 
@@ -106,7 +106,7 @@ pub trait AsyncOrderedConnection: Send + sealed::Sealed {
     fn run(
         &mut self,
         stmt: &Statement,
-        key: bool,
+        wire: Wire,
     ) -> impl Future<Output = QueryResult<Reply>> + Send;
 }
 
@@ -147,14 +147,25 @@ macro_rules! async_server_connection {
                                                                 .await
             }
 
-            async fn run(&mut self, stmt: &Statement, key: bool) -> QueryResult<Reply> {
+            async fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply> {
                 use crate::conn::rows;
                 use diesel_async::RunQueryDsl;
                 use ordered_core::Returns;
 
                 let q = rows::query::<$backend>(stmt);
+                let key = wire.key;
                 Ok(match stmt.returns {
                     Returns::Nothing => Reply::Affected(q.execute(self).await? as u64),
+                    Returns::Rows if wire.text => rows::text_rows(wire, q.load(self).await?)?,
+                    Returns::Parent if wire.text => {
+                        rows::text_parents(wire, q.load(self).await?)?
+                    }
+                    Returns::Listed if wire.text => {
+                        rows::text_listed(wire, q.load(self).await?)?
+                    }
+                    Returns::Tagged if wire.text => {
+                        rows::text_tagged(wire, q.load(self).await?)?
+                    }
                     Returns::Rows if key => Reply::Rows(
                         q.load::<rows::KeyRow>(self)
                             .await?
@@ -211,7 +222,7 @@ mod sqlite {
     use diesel::connection::{AnsiTransactionManager, TransactionManager};
     use diesel::result::QueryResult;
     use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
-    use ordered_core::{Dialect, Reply, Statement, sql};
+    use ordered_core::{Dialect, Reply, Statement, Wire, sql};
 
     use super::{AsyncOrderedConnection, sealed};
 
@@ -250,9 +261,9 @@ mod sqlite {
             .await
         }
 
-        async fn run(&mut self, stmt: &Statement, key: bool) -> QueryResult<Reply> {
+        async fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply> {
             let stmt = stmt.clone();
-            self.spawn_blocking(move |c| crate::OrderedConnection::run(c, &stmt, key))
+            self.spawn_blocking(move |c| crate::OrderedConnection::run(c, &stmt, wire))
                 .await
         }
     }
@@ -322,7 +333,7 @@ impl Ordering {
             // MySQL/MariaDB: is this a Galera node? On one, the probe is also the causal
             // wait that must come before BEGIN
             let probed = if C::DIALECT == Dialect::Mysql {
-                galera_flag(conn.run(&sql::galera::probe(), false).await)
+                galera_flag(conn.run(&sql::galera::probe(), Wire::PLAIN).await)
             } else {
                 Ok(false)
             };
@@ -350,7 +361,7 @@ impl Ordering {
                 Settled::Retry(pause) => tokio::time::sleep(pause).await,
                 Settled::Duplicate(e) => {
                     let probe = conn
-                        .run(&sql::schema_probe(C::DIALECT, &self.s.spec), false)
+                        .run(&sql::schema_probe(C::DIALECT, &self.s.spec), Wire::PLAIN)
                         .await;
                     return Err(duplicate_error(C::DIALECT, &self.s.spec, e, probe));
                 }
@@ -382,7 +393,7 @@ impl Ordering {
                     // a cluster that aborted the transaction may still answer COMMIT with
                     // success; the GTID tells whether it wrote anything
                     Ok(()) if galera => {
-                        committed(conn.run(&sql::galera::unchanged(), false).await).map(|()| v)
+                        committed(conn.run(&sql::galera::unchanged(), Wire::PLAIN).await).map(|()| v)
                     }
                     Ok(()) => Ok(v),
                     Err(e) => Err(commit_error(e)),
@@ -392,7 +403,7 @@ impl Ordering {
         };
         // on a node, statements may have escaped before the failure (see the sync one)
         let e = if galera {
-            escaped(e, conn.run(&sql::galera::unchanged(), false).await, locked)
+            escaped(e, conn.run(&sql::galera::unchanged(), Wire::PLAIN).await, locked)
         } else {
             e
         };
@@ -446,7 +457,7 @@ impl Ordering {
         H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
         T: Send,
     {
-        let key = self.s.is_key();
+        let key = self.s.wire();
         let mut op = self.s.operation(C::DIALECT, req);
         if galera {
             op = op.on_galera();
@@ -513,7 +524,7 @@ impl Ordering {
     pub async fn insert_with<C, T, F, H>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
         at: Placement,
         insert: F,
         before_commit: H,
@@ -524,6 +535,7 @@ impl Ordering {
         H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
         T: Send,
     {
+        let parent = parent.into();
         let (outcome, value) = self
             .execute(
                 conn,
@@ -543,7 +555,7 @@ impl Ordering {
     pub async fn insert<C, T, F>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
         at: Placement,
         insert: F,
     ) -> Result<Inserted<T>>
@@ -552,6 +564,7 @@ impl Ordering {
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
         T: Send,
     {
+        let parent = parent.into();
         let (outcome, value) = self
             .execute::<C, T, F, NoHook<C>>(conn, Request::Insert { parent, at }, Some(insert), None)
             .await?;
@@ -564,7 +577,7 @@ impl Ordering {
     pub async fn insert_first<C, T, F>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
         insert: F,
     ) -> Result<Inserted<T>>
     where
@@ -572,6 +585,7 @@ impl Ordering {
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
         T: Send,
     {
+        let parent = parent.into();
         self.insert(conn, parent, Placement::First, insert).await
     }
 
@@ -579,7 +593,7 @@ impl Ordering {
     pub async fn insert_last<C, T, F>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
         insert: F,
     ) -> Result<Inserted<T>>
     where
@@ -587,6 +601,7 @@ impl Ordering {
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
         T: Send,
     {
+        let parent = parent.into();
         self.insert(conn, parent, Placement::Last, insert).await
     }
 
@@ -594,8 +609,8 @@ impl Ordering {
     pub async fn insert_before<C, T, F>(
         &self,
         conn: &mut C,
-        parent: Id,
-        anchor: Id,
+        parent: impl Into<Id>,
+        anchor: impl Into<Id>,
         insert: F,
     ) -> Result<Inserted<T>>
     where
@@ -603,6 +618,8 @@ impl Ordering {
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
         T: Send,
     {
+        let parent = parent.into();
+        let anchor = anchor.into();
         self.insert(conn, parent, Placement::Before(anchor), insert)
             .await
     }
@@ -611,8 +628,8 @@ impl Ordering {
     pub async fn insert_after<C, T, F>(
         &self,
         conn: &mut C,
-        parent: Id,
-        anchor: Id,
+        parent: impl Into<Id>,
+        anchor: impl Into<Id>,
         insert: F,
     ) -> Result<Inserted<T>>
     where
@@ -620,6 +637,8 @@ impl Ordering {
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
         T: Send,
     {
+        let parent = parent.into();
+        let anchor = anchor.into();
         self.insert(conn, parent, Placement::After(anchor), insert)
             .await
     }
@@ -628,7 +647,7 @@ impl Ordering {
     pub async fn insert_between<C, T, F>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
         prev: Option<Id>,
         next: Option<Id>,
         insert: F,
@@ -638,6 +657,7 @@ impl Ordering {
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
         T: Send,
     {
+        let parent = parent.into();
         self.insert(conn, parent, Placement::Between { prev, next }, insert)
             .await
     }
@@ -646,7 +666,7 @@ impl Ordering {
     pub async fn insert_at_index<C, T, F>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
         index: u64,
         insert: F,
     ) -> Result<Inserted<T>>
@@ -655,6 +675,7 @@ impl Ordering {
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
         T: Send,
     {
+        let parent = parent.into();
         self.insert(conn, parent, Placement::Index(index), insert)
             .await
     }
@@ -663,9 +684,10 @@ impl Ordering {
     pub async fn move_to<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
+        item: impl Into<Id>,
         at: Placement,
     ) -> Result<Outcome> {
+        let item = item.into();
         self.write(conn, Request::Move { item, at }).await
     }
 
@@ -673,9 +695,11 @@ impl Ordering {
     pub async fn move_before<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
-        anchor: Id,
+        item: impl Into<Id>,
+        anchor: impl Into<Id>,
     ) -> Result<Outcome> {
+        let item = item.into();
+        let anchor = anchor.into();
         self.move_to(conn, item, Placement::Before(anchor)).await
     }
 
@@ -683,9 +707,11 @@ impl Ordering {
     pub async fn move_after<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
-        anchor: Id,
+        item: impl Into<Id>,
+        anchor: impl Into<Id>,
     ) -> Result<Outcome> {
+        let item = item.into();
+        let anchor = anchor.into();
         self.move_to(conn, item, Placement::After(anchor)).await
     }
 
@@ -693,10 +719,11 @@ impl Ordering {
     pub async fn move_between<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
+        item: impl Into<Id>,
         prev: Option<Id>,
         next: Option<Id>,
     ) -> Result<Outcome> {
+        let item = item.into();
         self.move_to(conn, item, Placement::Between { prev, next })
             .await
     }
@@ -705,8 +732,9 @@ impl Ordering {
     pub async fn move_to_start<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
+        item: impl Into<Id>,
     ) -> Result<Outcome> {
+        let item = item.into();
         self.move_to(conn, item, Placement::First).await
     }
 
@@ -714,8 +742,9 @@ impl Ordering {
     pub async fn move_to_end<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
+        item: impl Into<Id>,
     ) -> Result<Outcome> {
+        let item = item.into();
         self.move_to(conn, item, Placement::Last).await
     }
 
@@ -723,9 +752,10 @@ impl Ordering {
     pub async fn move_to_index<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
+        item: impl Into<Id>,
         index: u64,
     ) -> Result<Outcome> {
+        let item = item.into();
         self.move_to(conn, item, Placement::Index(index)).await
     }
 
@@ -733,8 +763,9 @@ impl Ordering {
     pub async fn move_up<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
+        item: impl Into<Id>,
     ) -> Result<Outcome> {
+        let item = item.into();
         self.write(conn, Request::MoveUp { item }).await
     }
 
@@ -742,8 +773,9 @@ impl Ordering {
     pub async fn move_down<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
+        item: impl Into<Id>,
     ) -> Result<Outcome> {
+        let item = item.into();
         self.write(conn, Request::MoveDown { item }).await
     }
 
@@ -751,9 +783,11 @@ impl Ordering {
     pub async fn swap<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        a: Id,
-        b: Id,
+        a: impl Into<Id>,
+        b: impl Into<Id>,
     ) -> Result<Outcome> {
+        let a = a.into();
+        let b = b.into();
         self.write(conn, Request::Swap { a, b }).await
     }
 
@@ -761,10 +795,12 @@ impl Ordering {
     pub async fn move_to_parent<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
-        parent: Id,
+        item: impl Into<Id>,
+        parent: impl Into<Id>,
         at: Placement,
     ) -> Result<Outcome> {
+        let item = item.into();
+        let parent = parent.into();
         self.write(conn, Request::MoveToParent { item, parent, at })
             .await
     }
@@ -773,8 +809,9 @@ impl Ordering {
     pub async fn remove<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
+        item: impl Into<Id>,
     ) -> Result<Outcome> {
+        let item = item.into();
         self.write(conn, Request::Remove { item }).await
     }
 
@@ -782,9 +819,10 @@ impl Ordering {
     pub async fn reorder<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
         ids: &[Id],
     ) -> Result<Outcome> {
+        let parent = parent.into();
         let ids = ids.to_vec();
         self.write(conn, Request::Reorder { parent, ids }).await
     }
@@ -793,8 +831,9 @@ impl Ordering {
     pub async fn rebalance<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
     ) -> Result<Outcome> {
+        let parent = parent.into();
         self.write(conn, Request::Rebalance { parent }).await
     }
 
@@ -802,8 +841,9 @@ impl Ordering {
     pub async fn heal<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
     ) -> Result<Outcome> {
+        let parent = parent.into();
         self.rebalance(conn, parent).await
     }
 
@@ -811,10 +851,11 @@ impl Ordering {
     pub async fn list<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
     ) -> Result<Vec<Row>> {
+        let parent = self.s.scope_key(parent.into())?;
         let stmt = sql::list(C::DIALECT, &self.s.spec, parent);
-        match read(conn, &stmt, self.s.is_key()).await? {
+        match read(conn, &stmt, self.s.wire()).await? {
             Reply::Rows(rows) => Ok(rows),
             other => Err(unexpected(&other)),
         }
@@ -825,33 +866,35 @@ impl Ordering {
     pub async fn list_versioned<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
     ) -> Result<Listing> {
+        let parent = self.s.scope_key(parent.into())?;
         let stmt = sql::list_versioned(C::DIALECT, &self.s.spec, parent);
-        let reply = read(conn, &stmt, self.s.is_key()).await?;
+        let reply = read(conn, &stmt, self.s.wire()).await?;
         Ok(Listing::from_reply(&self.s.spec, parent, reply)?)
     }
 
     /// [`crate::Ordering::check_schema`].
     pub async fn check_schema<C: AsyncOrderedConnection>(&self, conn: &mut C) -> Result<()> {
         let stmt = sql::schema_probe(C::DIALECT, &self.s.spec);
-        match conn.run(&stmt, false).await? {
+        match conn.run(&stmt, Wire::PLAIN).await? {
             Reply::Count(n) => Ok(ordered_core::check_schema(C::DIALECT, &self.s.spec, n)?),
             other => Err(unexpected(&other)),
         }
     }
 
     /// [`crate::Ordering::index_of`].
-    pub async fn index_of<C: AsyncOrderedConnection>(&self, conn: &mut C, item: Id) -> Result<u64> {
+    pub async fn index_of<C: AsyncOrderedConnection>(&self, conn: &mut C, item: impl Into<Id>) -> Result<u64> {
+        let item = self.s.item_key(item.into())?;
         let item_read = ordered_core::plan::Read::Item { id: item };
         let stmt = sql::read(C::DIALECT, &self.s.spec, &item_read, false);
-        let row = match read(conn, &stmt, self.s.is_key()).await? {
+        let row = match read(conn, &stmt, self.s.wire()).await? {
             Reply::Rows(rows) => rows.into_iter().next(),
             other => return Err(unexpected(&other)),
         }
         .ok_or(ordered_core::Error::NotFound { id: item })?;
         let stmt = sql::count_before(C::DIALECT, &self.s.spec, row.parent, &row.position);
-        match conn.run(&stmt, self.s.is_key()).await? {
+        match conn.run(&stmt, self.s.wire()).await? {
             Reply::Count(n) => Ok(u64::try_from(n).unwrap_or(0)),
             other => Err(unexpected(&other)),
         }
@@ -861,8 +904,9 @@ impl Ordering {
     pub async fn verify<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
     ) -> Result<Report> {
+        let parent = parent.into();
         let rows = self.list(conn, parent).await?;
         Ok(ordered_core::verify(&self.s.spec, &rows))
     }
@@ -877,7 +921,7 @@ impl Ordering {
             &self.s.spec,
             ordered_core::verify::KEY_ORDER_PROBES,
         );
-        match conn.run(&stmt, true).await? {
+        match conn.run(&stmt, self.s.wire()).await? {
             Reply::Rows(rows) => Ok(ordered_core::check_key_order(&self.s.spec, &rows)?),
             other => Err(unexpected(&other)),
         }
@@ -889,7 +933,7 @@ impl Ordering {
 async fn read<C: AsyncOrderedConnection>(
     conn: &mut C,
     stmt: &Statement,
-    key: bool,
+    key: Wire,
 ) -> Result<Reply> {
     if C::DIALECT == Dialect::Mysql
         && let Some(r) = causal_reply(conn.run(&sql::galera::causal(stmt), key).await)

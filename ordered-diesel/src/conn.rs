@@ -2,7 +2,7 @@
 
 use diesel::connection::{AnsiTransactionManager, Connection};
 use diesel::result::QueryResult;
-use ordered_core::{Dialect, Reply, Statement};
+use ordered_core::{Dialect, Reply, Statement, Wire};
 
 mod sealed {
     pub trait Sealed {}
@@ -26,10 +26,9 @@ pub trait OrderedConnection:
     /// How the library opens its own transaction ([`ordered_core::sql::begin`]):
     /// `BEGIN IMMEDIATE` on SQLite, READ COMMITTED on the servers.
     const BEGIN: &'static str;
-    /// Executes one statement and decodes its result. `key` says that positions are
-    /// text.
+    /// Executes one statement and decodes its result as `wire` says.
     #[doc(hidden)]
-    fn run(&mut self, stmt: &Statement, key: bool) -> QueryResult<Reply>;
+    fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply>;
 }
 
 /// The row shapes of [`ordered_core::Returns`] and the query with its binds, shared by
@@ -44,8 +43,9 @@ pub(crate) mod rows {
     use diesel::backend::Backend;
     use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
     use diesel::serialize::ToSql;
-    use diesel::sql_types::{BigInt, HasSqlType, Nullable, Text};
-    use ordered_core::{Arg, Position, Reply, Row, Statement};
+    use diesel::result::{Error as DieselError, QueryResult};
+    use diesel::sql_types::{BigInt, Binary, HasSqlType, Nullable, Text};
+    use ordered_core::{Arg, Id, Position, Reply, Row, Statement, Wire};
 
     #[derive(diesel::QueryableByName)]
     pub(crate) struct IntRow {
@@ -127,7 +127,7 @@ pub(crate) mod rows {
     pub(crate) fn tagged_int(rows: Vec<TaggedIntRow>) -> Reply {
         tagged(
             rows.into_iter()
-                .map(|r| (r.o_q, r.o_id, r.o_parent, Position::Int(r.o_pos))),
+                .map(|r| (r.o_q, Id::Int(r.o_id), Id::Int(r.o_parent), Position::Int(r.o_pos))),
         )
     }
 
@@ -135,11 +135,11 @@ pub(crate) mod rows {
     pub(crate) fn tagged_key(rows: Vec<TaggedKeyRow>) -> Reply {
         tagged(
             rows.into_iter()
-                .map(|r| (r.o_q, r.o_id, r.o_parent, Position::Key(r.o_pos))),
+                .map(|r| (r.o_q, Id::Int(r.o_id), Id::Int(r.o_parent), Position::Key(r.o_pos))),
         )
     }
 
-    fn tagged(rows: impl Iterator<Item = (i64, i64, i64, Position)>) -> Reply {
+    fn tagged(rows: impl Iterator<Item = (i64, Id, Id, Position)>) -> Reply {
         Reply::Tagged(
             rows.map(|(q, id, parent, position)| {
                 (
@@ -174,8 +174,8 @@ pub(crate) mod rows {
     /// The item of a joined row; `None` for an empty collection's row.
     fn item(id: Option<i64>, parent: Option<i64>, position: Option<Position>) -> Option<Row> {
         Some(Row {
-            id: id?,
-            parent: parent?,
+            id: Id::Int(id?),
+            parent: Id::Int(parent?),
             position: position?,
         })
     }
@@ -199,8 +199,8 @@ pub(crate) mod rows {
     impl From<IntRow> for Row {
         fn from(r: IntRow) -> Row {
             Row {
-                id: r.o_id,
-                parent: r.o_parent,
+                id: Id::Int(r.o_id),
+                parent: Id::Int(r.o_parent),
                 position: Position::Int(r.o_pos),
             }
         }
@@ -209,17 +209,105 @@ pub(crate) mod rows {
     impl From<KeyRow> for Row {
         fn from(r: KeyRow) -> Row {
             Row {
-                id: r.o_id,
-                parent: r.o_parent,
+                id: Id::Int(r.o_id),
+                parent: Id::Int(r.o_parent),
                 position: Position::Key(r.o_pos),
             }
         }
     }
 
-    impl From<ParentRow> for (i64, i64) {
-        fn from(r: ParentRow) -> (i64, i64) {
-            (r.o_id, r.o_version)
+    impl From<ParentRow> for (Id, i64) {
+        fn from(r: ParentRow) -> (Id, i64) {
+            (Id::Int(r.o_id), r.o_version)
         }
+    }
+
+    // Rows of a table whose keys are not integers: every key and position is text
+    // (`ordered_core::Wire`), parsed back by the core.
+
+    #[derive(diesel::QueryableByName)]
+    pub(crate) struct TextRow {
+        #[diesel(sql_type = Text)]
+        o_id: String,
+        #[diesel(sql_type = Text)]
+        o_parent: String,
+        #[diesel(sql_type = Text)]
+        o_pos: String,
+    }
+
+    #[derive(diesel::QueryableByName)]
+    pub(crate) struct ParentTextRow {
+        #[diesel(sql_type = Text)]
+        o_id: String,
+        #[diesel(sql_type = BigInt)]
+        o_version: i64,
+    }
+
+    #[derive(diesel::QueryableByName)]
+    pub(crate) struct ListedTextRow {
+        #[diesel(sql_type = BigInt)]
+        o_version: i64,
+        #[diesel(sql_type = Nullable<Text>)]
+        o_id: Option<String>,
+        #[diesel(sql_type = Nullable<Text>)]
+        o_parent: Option<String>,
+        #[diesel(sql_type = Nullable<Text>)]
+        o_pos: Option<String>,
+    }
+
+    #[derive(diesel::QueryableByName)]
+    pub(crate) struct TaggedTextRow {
+        #[diesel(sql_type = BigInt)]
+        o_q: i64,
+        #[diesel(sql_type = Text)]
+        o_id: String,
+        #[diesel(sql_type = Text)]
+        o_parent: String,
+        #[diesel(sql_type = Text)]
+        o_pos: String,
+    }
+
+    fn decode(e: ordered_core::sql::DecodeError) -> DieselError {
+        DieselError::DeserializationError(Box::new(e))
+    }
+
+    /// Item rows of a text wire.
+    pub(crate) fn text_rows(wire: Wire, rows: Vec<TextRow>) -> QueryResult<Reply> {
+        rows.into_iter()
+            .map(|r| wire.row(&r.o_id, &r.o_parent, r.o_pos).map_err(decode))
+            .collect::<QueryResult<_>>()
+            .map(Reply::Rows)
+    }
+
+    /// Parent rows of a text wire.
+    pub(crate) fn text_parents(wire: Wire, rows: Vec<ParentTextRow>) -> QueryResult<Reply> {
+        rows.into_iter()
+            .map(|r| Ok((wire.parent_key(&r.o_id).map_err(decode)?, r.o_version)))
+            .collect::<QueryResult<_>>()
+            .map(Reply::Parents)
+    }
+
+    /// A versioned list of a text wire.
+    pub(crate) fn text_listed(wire: Wire, rows: Vec<ListedTextRow>) -> QueryResult<Reply> {
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            let row = match (r.o_id, r.o_parent, r.o_pos) {
+                (Some(id), Some(parent), Some(pos)) => {
+                    Some(wire.row(&id, &parent, pos).map_err(decode)?)
+                }
+                _ => None,
+            };
+            out.push((r.o_version, row));
+        }
+        Ok(listed(out.into_iter()))
+    }
+
+    /// Tagged rows of a text wire.
+    pub(crate) fn text_tagged(wire: Wire, rows: Vec<TaggedTextRow>) -> QueryResult<Reply> {
+        rows.into_iter()
+            .map(|r| Ok((r.o_q, wire.row(&r.o_id, &r.o_parent, r.o_pos).map_err(decode)?)))
+            .collect::<QueryResult<_>>()
+            .map(Reply::Tagged)
     }
 
     /// The count of a [`ordered_core::Returns::Count`] statement (0 for no row).
@@ -230,15 +318,17 @@ pub(crate) mod rows {
     /// `stmt` as a Diesel raw query with its typed binds.
     pub(crate) fn query<DB>(stmt: &Statement) -> BoxedSqlQuery<'static, DB, SqlQuery>
     where
-        DB: Backend + HasSqlType<BigInt> + HasSqlType<Text>,
+        DB: Backend + HasSqlType<BigInt> + HasSqlType<Text> + HasSqlType<Binary>,
         i64: ToSql<BigInt, DB>,
         String: ToSql<Text, DB>,
+        Vec<u8>: ToSql<Binary, DB>,
     {
         let mut q = diesel::sql_query(stmt.sql.clone()).into_boxed::<DB>();
         for a in &stmt.args {
             q = match a {
                 Arg::I64(v) => q.bind::<BigInt, _>(*v),
                 Arg::Text(t) => q.bind::<Text, _>(t.clone()),
+                Arg::Bytes(b) => q.bind::<Binary, _>(b.clone()),
             };
         }
         q
@@ -254,13 +344,18 @@ macro_rules! ordered_connection {
             const DIALECT: Dialect = $dialect;
             const BEGIN: &'static str = ordered_core::sql::begin($dialect);
 
-            fn run(&mut self, stmt: &Statement, key: bool) -> QueryResult<Reply> {
+            fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply> {
                 use diesel::RunQueryDsl;
                 use ordered_core::Returns;
 
                 let q = rows::query::<$backend>(stmt);
+                let key = wire.key;
                 Ok(match stmt.returns {
                     Returns::Nothing => Reply::Affected(q.execute(self)? as u64),
+                    Returns::Rows if wire.text => rows::text_rows(wire, q.load(self)?)?,
+                    Returns::Parent if wire.text => rows::text_parents(wire, q.load(self)?)?,
+                    Returns::Listed if wire.text => rows::text_listed(wire, q.load(self)?)?,
+                    Returns::Tagged if wire.text => rows::text_tagged(wire, q.load(self)?)?,
                     Returns::Rows if key => Reply::Rows(
                         q.load::<rows::KeyRow>(self)?
                             .into_iter()

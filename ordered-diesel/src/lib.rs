@@ -91,6 +91,7 @@
 //!   diesel-async's `AsyncPgConnection`, `AsyncMysqlConnection` and
 //!   `SyncConnectionWrapper<SqliteConnection>` ([`async_diesel`]).
 //! - `serde`: `Serialize`/`Deserialize` for positions, outcomes and errors.
+//! - `uuid`: `uuid::Uuid` key fields on PostgreSQL ([`keys`]).
 //! - `cli`: the `ordered-diesel-migration` command.
 //!
 //! No backend is enabled by default.
@@ -99,11 +100,13 @@
 pub mod async_diesel;
 mod conn;
 mod error;
+pub mod keys;
 pub mod migrations;
 mod ops;
 
 pub use conn::OrderedConnection;
 pub use error::{Error, Result, Status};
+pub use keys::{KeyColumn, KeyField};
 pub use ops::{Inserted, OrderedDsl, Ordering, Slot};
 /// Derives [`Ordered`] for a Diesel model; see the crate docs for its attributes.
 pub use ordered_diesel_derive::Ordered;
@@ -115,7 +118,7 @@ pub use ordered_core::key;
 /// The statements the library runs, per engine (for inspection and logging).
 pub use ordered_core::sql;
 pub use ordered_core::{
-    Dense, Dialect, Fractional, Gapped, Id, Listing, MAX_POSITION, MIN_POSITION, Ordered, Outcome,
+    Dense, Dialect, Fractional, Gapped, Id, Key, KeyType, Listing, MAX_POSITION, MIN_POSITION, Ordered, Outcome,
     Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report, Request,
     RetryPolicy, Row, Spec,
 };
@@ -135,6 +138,8 @@ pub mod __private {
         position: "",
         parent_table: "",
         parent_id: "",
+        id_type: ordered_core::KeyType::Int,
+        parent_type: ordered_core::KeyType::Int,
         version: None,
         unique: None,
         strategy: &ordered_core::Gapped::DEFAULT,

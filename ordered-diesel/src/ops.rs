@@ -5,7 +5,7 @@ use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::result::{DatabaseErrorKind, Error as DieselError, QueryResult};
 use ordered_core::{
     Action, Changes, Id, Listing, Ordered, Outcome, Placement, Position, Reply, Report, Request,
-    Row, Settings, Spec, observe, sql,
+    Row, Settings, Spec, Wire, observe, sql,
 };
 
 use crate::conn::OrderedConnection;
@@ -23,7 +23,8 @@ pub struct Slot {
 }
 
 impl Slot {
-    pub(crate) fn new(parent: Id, position: Position) -> Slot {
+    pub(crate) fn new(parent: impl Into<Id>, position: Position) -> Slot {
+        let parent = parent.into();
         Slot {
             parent,
             position,
@@ -35,12 +36,31 @@ impl Slot {
     /// PostgreSQL and SQLite), which saves the statement that reads it back by
     /// its slot for the outcome's changes. It must be the new row's id: the changes and
     /// the hook report it as given.
-    pub fn inserted_id(&self, id: Id) {
+    pub fn inserted_id(&self, id: impl Into<Id>) {
+        let id = id.into();
         self.id.set(id);
     }
 
     pub(crate) fn reply(&self) -> ordered_core::Reply {
         self.id.reply()
+    }
+
+    /// The collection key as the model's scope type (`i64`, `i32`, `i16`, `Uuid` or
+    /// `String`), for the insert's `scope.eq(...)`. An error, usable with `?` in the
+    /// insert closure, if the key is of another type.
+    ///
+    /// ```
+    /// # use ordered_diesel::{Id, Slot};
+    /// fn scope_of(slot: &Slot) -> diesel::QueryResult<i64> {
+    ///     slot.scope::<i64>()
+    /// }
+    /// ```
+    pub fn scope<K: ordered_core::Key>(&self) -> QueryResult<K> {
+        K::from_id(self.parent).ok_or_else(|| {
+            DieselError::SerializationError(
+                format!("the collection key {} is not of the type asked for", self.parent).into(),
+            )
+        })
     }
 
     /// The position as an integer (gapped and dense strategies). An error, usable with
@@ -146,7 +166,7 @@ impl Ordering {
             // MySQL/MariaDB: is this a Galera node? On one, the probe is also the causal
             // wait that must come before BEGIN
             let probed = if C::DIALECT == ordered_core::Dialect::Mysql {
-                galera_flag(conn.run(&sql::galera::probe(), false))
+                galera_flag(conn.run(&sql::galera::probe(), Wire::PLAIN))
             } else {
                 Ok(false)
             };
@@ -180,7 +200,7 @@ impl Ordering {
                 Settled::Done(v) => return Ok(v),
                 Settled::Retry(pause) => std::thread::sleep(pause),
                 Settled::Duplicate(e) => {
-                    let probe = conn.run(&sql::schema_probe(C::DIALECT, &self.s.spec), false);
+                    let probe = conn.run(&sql::schema_probe(C::DIALECT, &self.s.spec), Wire::PLAIN);
                     return Err(duplicate_error(C::DIALECT, &self.s.spec, e, probe));
                 }
             }
@@ -207,7 +227,7 @@ impl Ordering {
                     // a cluster that aborted the transaction may still answer COMMIT with
                     // success; the GTID tells whether it wrote anything
                     Ok(()) if galera => {
-                        committed(conn.run(&sql::galera::unchanged(), false)).map(|()| v)
+                        committed(conn.run(&sql::galera::unchanged(), Wire::PLAIN)).map(|()| v)
                     }
                     Ok(()) => Ok(v),
                     Err(e) => Err(commit_error(e)),
@@ -218,7 +238,7 @@ impl Ordering {
         // on a node, a failure may follow statements that escaped the transaction: then
         // it is PartiallyApplied, never retried
         let e = if galera {
-            escaped(e, conn.run(&sql::galera::unchanged(), false), locked)
+            escaped(e, conn.run(&sql::galera::unchanged(), Wire::PLAIN), locked)
         } else {
             e
         };
@@ -271,7 +291,7 @@ impl Ordering {
     where
         C: OrderedConnection,
     {
-        let key = self.s.is_key();
+        let key = self.s.wire();
         let mut op = self.s.operation(C::DIALECT, req);
         if galera {
             op = op.on_galera();
@@ -313,7 +333,7 @@ impl Ordering {
     pub fn insert<C, T, F>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
         at: Placement,
         mut f: F,
     ) -> Result<Inserted<T>>
@@ -321,6 +341,7 @@ impl Ordering {
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
     {
+        let parent = parent.into();
         let (outcome, value) =
             self.execute(conn, Request::Insert { parent, at }, Some(&mut f), None)?;
         let value = value
@@ -337,7 +358,7 @@ impl Ordering {
     pub fn insert_with<C, T, F, H>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
         at: Placement,
         mut insert: F,
         mut before_commit: H,
@@ -347,6 +368,7 @@ impl Ordering {
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
         H: FnMut(&mut C, &Changes) -> QueryResult<()>,
     {
+        let parent = parent.into();
         let (outcome, value) = self.execute(
             conn,
             Request::Insert { parent, at },
@@ -405,20 +427,22 @@ impl Ordering {
     /// Inserts a row at the start of `parent`'s list. `insert` runs the caller's own
     /// Diesel insert, with the parent and position in [`Slot`], inside the library's
     /// transaction (it may run again if the operation is retried).
-    pub fn insert_first<C, T, F>(&self, conn: &mut C, parent: Id, insert: F) -> Result<Inserted<T>>
+    pub fn insert_first<C, T, F>(&self, conn: &mut C, parent: impl Into<Id>, insert: F) -> Result<Inserted<T>>
     where
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
     {
+        let parent = parent.into();
         self.insert(conn, parent, Placement::First, insert)
     }
 
     /// Inserts a row at the end of `parent`'s list.
-    pub fn insert_last<C, T, F>(&self, conn: &mut C, parent: Id, insert: F) -> Result<Inserted<T>>
+    pub fn insert_last<C, T, F>(&self, conn: &mut C, parent: impl Into<Id>, insert: F) -> Result<Inserted<T>>
     where
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
     {
+        let parent = parent.into();
         self.insert(conn, parent, Placement::Last, insert)
     }
 
@@ -426,14 +450,16 @@ impl Ordering {
     pub fn insert_before<C, T, F>(
         &self,
         conn: &mut C,
-        parent: Id,
-        anchor: Id,
+        parent: impl Into<Id>,
+        anchor: impl Into<Id>,
         insert: F,
     ) -> Result<Inserted<T>>
     where
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
     {
+        let parent = parent.into();
+        let anchor = anchor.into();
         self.insert(conn, parent, Placement::Before(anchor), insert)
     }
 
@@ -441,14 +467,16 @@ impl Ordering {
     pub fn insert_after<C, T, F>(
         &self,
         conn: &mut C,
-        parent: Id,
-        anchor: Id,
+        parent: impl Into<Id>,
+        anchor: impl Into<Id>,
         insert: F,
     ) -> Result<Inserted<T>>
     where
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
     {
+        let parent = parent.into();
+        let anchor = anchor.into();
         self.insert(conn, parent, Placement::After(anchor), insert)
     }
 
@@ -457,7 +485,7 @@ impl Ordering {
     pub fn insert_between<C, T, F>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
         prev: Option<Id>,
         next: Option<Id>,
         insert: F,
@@ -466,6 +494,7 @@ impl Ordering {
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
     {
+        let parent = parent.into();
         self.insert(conn, parent, Placement::Between { prev, next }, insert)
     }
 
@@ -473,7 +502,7 @@ impl Ordering {
     pub fn insert_at_index<C, T, F>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
         index: u64,
         insert: F,
     ) -> Result<Inserted<T>>
@@ -481,6 +510,7 @@ impl Ordering {
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
     {
+        let parent = parent.into();
         self.insert(conn, parent, Placement::Index(index), insert)
     }
 
@@ -489,9 +519,10 @@ impl Ordering {
     pub fn move_to<C: OrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
+        item: impl Into<Id>,
         at: Placement,
     ) -> Result<Outcome> {
+        let item = item.into();
         self.write(conn, Request::Move { item, at })
     }
 
@@ -499,9 +530,11 @@ impl Ordering {
     pub fn move_before<C: OrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
-        anchor: Id,
+        item: impl Into<Id>,
+        anchor: impl Into<Id>,
     ) -> Result<Outcome> {
+        let item = item.into();
+        let anchor = anchor.into();
         self.write(
             conn,
             Request::Move {
@@ -515,9 +548,11 @@ impl Ordering {
     pub fn move_after<C: OrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
-        anchor: Id,
+        item: impl Into<Id>,
+        anchor: impl Into<Id>,
     ) -> Result<Outcome> {
+        let item = item.into();
+        let anchor = anchor.into();
         self.write(
             conn,
             Request::Move {
@@ -532,10 +567,11 @@ impl Ordering {
     pub fn move_between<C: OrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
+        item: impl Into<Id>,
         prev: Option<Id>,
         next: Option<Id>,
     ) -> Result<Outcome> {
+        let item = item.into();
         self.write(
             conn,
             Request::Move {
@@ -546,7 +582,8 @@ impl Ordering {
     }
 
     /// Moves `item` to the start of its list.
-    pub fn move_to_start<C: OrderedConnection>(&self, conn: &mut C, item: Id) -> Result<Outcome> {
+    pub fn move_to_start<C: OrderedConnection>(&self, conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
+        let item = item.into();
         self.write(
             conn,
             Request::Move {
@@ -557,7 +594,8 @@ impl Ordering {
     }
 
     /// Moves `item` to the end of its list.
-    pub fn move_to_end<C: OrderedConnection>(&self, conn: &mut C, item: Id) -> Result<Outcome> {
+    pub fn move_to_end<C: OrderedConnection>(&self, conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
+        let item = item.into();
         self.write(
             conn,
             Request::Move {
@@ -571,9 +609,10 @@ impl Ordering {
     pub fn move_to_index<C: OrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
+        item: impl Into<Id>,
         index: u64,
     ) -> Result<Outcome> {
+        let item = item.into();
         self.write(
             conn,
             Request::Move {
@@ -584,17 +623,21 @@ impl Ordering {
     }
 
     /// Moves `item` one place towards the start (nothing if it is first).
-    pub fn move_up<C: OrderedConnection>(&self, conn: &mut C, item: Id) -> Result<Outcome> {
+    pub fn move_up<C: OrderedConnection>(&self, conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
+        let item = item.into();
         self.write(conn, Request::MoveUp { item })
     }
 
     /// Moves `item` one place towards the end (nothing if it is last).
-    pub fn move_down<C: OrderedConnection>(&self, conn: &mut C, item: Id) -> Result<Outcome> {
+    pub fn move_down<C: OrderedConnection>(&self, conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
+        let item = item.into();
         self.write(conn, Request::MoveDown { item })
     }
 
     /// Exchanges the places of `a` and `b` (same collection).
-    pub fn swap<C: OrderedConnection>(&self, conn: &mut C, a: Id, b: Id) -> Result<Outcome> {
+    pub fn swap<C: OrderedConnection>(&self, conn: &mut C, a: impl Into<Id>, b: impl Into<Id>) -> Result<Outcome> {
+        let a = a.into();
+        let b = b.into();
         self.write(conn, Request::Swap { a, b })
     }
 
@@ -603,15 +646,18 @@ impl Ordering {
     pub fn move_to_parent<C: OrderedConnection>(
         &self,
         conn: &mut C,
-        item: Id,
-        parent: Id,
+        item: impl Into<Id>,
+        parent: impl Into<Id>,
         at: Placement,
     ) -> Result<Outcome> {
+        let item = item.into();
+        let parent = parent.into();
         self.write(conn, Request::MoveToParent { item, parent, at })
     }
 
     /// Deletes `item` (dense lists close the gap).
-    pub fn remove<C: OrderedConnection>(&self, conn: &mut C, item: Id) -> Result<Outcome> {
+    pub fn remove<C: OrderedConnection>(&self, conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
+        let item = item.into();
         self.write(conn, Request::Remove { item })
     }
 
@@ -620,9 +666,10 @@ impl Ordering {
     pub fn reorder<C: OrderedConnection>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
         ids: &[Id],
     ) -> Result<Outcome> {
+        let parent = parent.into();
         self.write(
             conn,
             Request::Reorder {
@@ -633,23 +680,26 @@ impl Ordering {
     }
 
     /// Spreads `parent`'s items evenly, keeping their order.
-    pub fn rebalance<C: OrderedConnection>(&self, conn: &mut C, parent: Id) -> Result<Outcome> {
+    pub fn rebalance<C: OrderedConnection>(&self, conn: &mut C, parent: impl Into<Id>) -> Result<Outcome> {
+        let parent = parent.into();
         self.write(conn, Request::Rebalance { parent })
     }
 
     /// Repairs what [`Ordering::verify`] reports (duplicates, out-of-domain positions,
     /// over-long keys) by relabelling the collection in its current `ORDER BY position,
     /// id` order.
-    pub fn heal<C: OrderedConnection>(&self, conn: &mut C, parent: Id) -> Result<Outcome> {
+    pub fn heal<C: OrderedConnection>(&self, conn: &mut C, parent: impl Into<Id>) -> Result<Outcome> {
+        let parent = parent.into();
         self.rebalance(conn, parent)
     }
 
     /// The items of `parent`, `ORDER BY position, id`.
-    pub fn list<C: OrderedConnection>(&self, conn: &mut C, parent: Id) -> Result<Vec<Row>> {
+    pub fn list<C: OrderedConnection>(&self, conn: &mut C, parent: impl Into<Id>) -> Result<Vec<Row>> {
+        let parent = self.s.scope_key(parent.into())?;
         match read(
             conn,
             &sql::list(C::DIALECT, &self.s.spec, parent),
-            self.s.is_key(),
+            self.s.wire(),
         )? {
             Reply::Rows(rows) => Ok(rows),
             other => Err(unexpected(&other)),
@@ -680,27 +730,29 @@ impl Ordering {
     pub fn list_versioned<C: OrderedConnection>(
         &self,
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
     ) -> Result<Listing> {
+        let parent = self.s.scope_key(parent.into())?;
         let stmt = sql::list_versioned(C::DIALECT, &self.s.spec, parent);
-        let reply = read(conn, &stmt, self.s.is_key())?;
+        let reply = read(conn, &stmt, self.s.wire())?;
         Ok(Listing::from_reply(&self.s.spec, parent, reply)?)
     }
 
     /// The 0-based index of `item` in its list.
-    pub fn index_of<C: OrderedConnection>(&self, conn: &mut C, item: Id) -> Result<u64> {
+    pub fn index_of<C: OrderedConnection>(&self, conn: &mut C, item: impl Into<Id>) -> Result<u64> {
+        let item = self.s.item_key(item.into())?;
         let item_read = ordered_core::plan::Read::Item { id: item };
         let row = match read(
             conn,
             &sql::read(C::DIALECT, &self.s.spec, &item_read, false),
-            self.s.is_key(),
+            self.s.wire(),
         )? {
             Reply::Rows(rows) => rows.into_iter().next(),
             other => return Err(unexpected(&other)),
         }
         .ok_or(ordered_core::Error::NotFound { id: item })?;
         let stmt = sql::count_before(C::DIALECT, &self.s.spec, row.parent, &row.position);
-        match conn.run(&stmt, self.s.is_key())? {
+        match conn.run(&stmt, self.s.wire())? {
             Reply::Count(n) => Ok(u64::try_from(n).unwrap_or(0)),
             other => Err(unexpected(&other)),
         }
@@ -708,7 +760,8 @@ impl Ordering {
 
     /// Checks `parent`'s collection: duplicate positions, positions outside the domain,
     /// over-long keys, and that the database returns them in byte order.
-    pub fn verify<C: OrderedConnection>(&self, conn: &mut C, parent: Id) -> Result<Report> {
+    pub fn verify<C: OrderedConnection>(&self, conn: &mut C, parent: impl Into<Id>) -> Result<Report> {
+        let parent = parent.into();
         let rows = self.list(conn, parent)?;
         Ok(ordered_core::verify(&self.s.spec, &rows))
     }
@@ -729,7 +782,7 @@ impl Ordering {
     /// # Ok(()) }
     /// ```
     pub fn check_schema<C: OrderedConnection>(&self, conn: &mut C) -> Result<()> {
-        match conn.run(&sql::schema_probe(C::DIALECT, &self.s.spec), false)? {
+        match conn.run(&sql::schema_probe(C::DIALECT, &self.s.spec), Wire::PLAIN)? {
             Reply::Count(n) => Ok(ordered_core::check_schema(C::DIALECT, &self.s.spec, n)?),
             other => Err(unexpected(&other)),
         }
@@ -758,7 +811,7 @@ impl Ordering {
             &self.s.spec,
             ordered_core::verify::KEY_ORDER_PROBES,
         );
-        match conn.run(&stmt, true)? {
+        match conn.run(&stmt, self.s.wire())? {
             Reply::Rows(rows) => Ok(ordered_core::check_key_order(&self.s.spec, &rows)?),
             other => Err(unexpected(&other)),
         }
@@ -946,7 +999,7 @@ pub(crate) fn connection_lost(e: &DieselError) -> bool {
 fn read<C: OrderedConnection>(
     conn: &mut C,
     stmt: &ordered_core::Statement,
-    key: bool,
+    key: Wire,
 ) -> Result<Reply> {
     if C::DIALECT == ordered_core::Dialect::Mysql
         && let Some(r) = causal_reply(conn.run(&sql::galera::causal(stmt), key))
@@ -972,46 +1025,52 @@ fn read<C: OrderedConnection>(
 /// ```
 pub trait OrderedDsl: Ordered + Sized {
     /// [`Ordering::insert_first`].
-    fn insert_first<C, T, F>(conn: &mut C, parent: Id, insert: F) -> Result<Inserted<T>>
+    fn insert_first<C, T, F>(conn: &mut C, parent: impl Into<Id>, insert: F) -> Result<Inserted<T>>
     where
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
     {
+        let parent = parent.into();
         Ordering::of::<Self>().insert_first(conn, parent, insert)
     }
     /// [`Ordering::insert_last`].
-    fn insert_last<C, T, F>(conn: &mut C, parent: Id, insert: F) -> Result<Inserted<T>>
+    fn insert_last<C, T, F>(conn: &mut C, parent: impl Into<Id>, insert: F) -> Result<Inserted<T>>
     where
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
     {
+        let parent = parent.into();
         Ordering::of::<Self>().insert_last(conn, parent, insert)
     }
     /// [`Ordering::insert_before`].
     fn insert_before<C, T, F>(
         conn: &mut C,
-        parent: Id,
-        anchor: Id,
+        parent: impl Into<Id>,
+        anchor: impl Into<Id>,
         insert: F,
     ) -> Result<Inserted<T>>
     where
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
     {
+        let parent = parent.into();
+        let anchor = anchor.into();
         Ordering::of::<Self>().insert_before(conn, parent, anchor, insert)
     }
     /// [`Ordering::insert_after`].
-    fn insert_after<C, T, F>(conn: &mut C, parent: Id, anchor: Id, insert: F) -> Result<Inserted<T>>
+    fn insert_after<C, T, F>(conn: &mut C, parent: impl Into<Id>, anchor: impl Into<Id>, insert: F) -> Result<Inserted<T>>
     where
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
     {
+        let parent = parent.into();
+        let anchor = anchor.into();
         Ordering::of::<Self>().insert_after(conn, parent, anchor, insert)
     }
     /// [`Ordering::insert_between`].
     fn insert_between<C, T, F>(
         conn: &mut C,
-        parent: Id,
+        parent: impl Into<Id>,
         prev: Option<Id>,
         next: Option<Id>,
         insert: F,
@@ -1020,88 +1079,111 @@ pub trait OrderedDsl: Ordered + Sized {
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
     {
+        let parent = parent.into();
         Ordering::of::<Self>().insert_between(conn, parent, prev, next, insert)
     }
     /// [`Ordering::move_before`].
-    fn move_before<C: OrderedConnection>(conn: &mut C, item: Id, anchor: Id) -> Result<Outcome> {
+    fn move_before<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>, anchor: impl Into<Id>) -> Result<Outcome> {
+        let item = item.into();
+        let anchor = anchor.into();
         Ordering::of::<Self>().move_before(conn, item, anchor)
     }
     /// [`Ordering::move_after`].
-    fn move_after<C: OrderedConnection>(conn: &mut C, item: Id, anchor: Id) -> Result<Outcome> {
+    fn move_after<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>, anchor: impl Into<Id>) -> Result<Outcome> {
+        let item = item.into();
+        let anchor = anchor.into();
         Ordering::of::<Self>().move_after(conn, item, anchor)
     }
     /// [`Ordering::move_between`].
     fn move_between<C: OrderedConnection>(
         conn: &mut C,
-        item: Id,
+        item: impl Into<Id>,
         prev: Option<Id>,
         next: Option<Id>,
     ) -> Result<Outcome> {
+        let item = item.into();
         Ordering::of::<Self>().move_between(conn, item, prev, next)
     }
     /// [`Ordering::move_to_start`].
-    fn move_to_start<C: OrderedConnection>(conn: &mut C, item: Id) -> Result<Outcome> {
+    fn move_to_start<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
+        let item = item.into();
         Ordering::of::<Self>().move_to_start(conn, item)
     }
     /// [`Ordering::move_to_end`].
-    fn move_to_end<C: OrderedConnection>(conn: &mut C, item: Id) -> Result<Outcome> {
+    fn move_to_end<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
+        let item = item.into();
         Ordering::of::<Self>().move_to_end(conn, item)
     }
     /// [`Ordering::move_to_index`].
-    fn move_to_index<C: OrderedConnection>(conn: &mut C, item: Id, index: u64) -> Result<Outcome> {
+    fn move_to_index<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>, index: u64) -> Result<Outcome> {
+        let item = item.into();
         Ordering::of::<Self>().move_to_index(conn, item, index)
     }
     /// [`Ordering::move_up`].
-    fn move_up<C: OrderedConnection>(conn: &mut C, item: Id) -> Result<Outcome> {
+    fn move_up<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
+        let item = item.into();
         Ordering::of::<Self>().move_up(conn, item)
     }
     /// [`Ordering::move_down`].
-    fn move_down<C: OrderedConnection>(conn: &mut C, item: Id) -> Result<Outcome> {
+    fn move_down<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
+        let item = item.into();
         Ordering::of::<Self>().move_down(conn, item)
     }
     /// [`Ordering::swap`].
-    fn swap<C: OrderedConnection>(conn: &mut C, a: Id, b: Id) -> Result<Outcome> {
+    fn swap<C: OrderedConnection>(conn: &mut C, a: impl Into<Id>, b: impl Into<Id>) -> Result<Outcome> {
+        let a = a.into();
+        let b = b.into();
         Ordering::of::<Self>().swap(conn, a, b)
     }
     /// [`Ordering::move_to_parent`].
     fn move_to_parent<C: OrderedConnection>(
         conn: &mut C,
-        item: Id,
-        parent: Id,
+        item: impl Into<Id>,
+        parent: impl Into<Id>,
         at: Placement,
     ) -> Result<Outcome> {
+        let item = item.into();
+        let parent = parent.into();
         Ordering::of::<Self>().move_to_parent(conn, item, parent, at)
     }
     /// [`Ordering::remove`].
-    fn remove<C: OrderedConnection>(conn: &mut C, item: Id) -> Result<Outcome> {
+    fn remove<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
+        let item = item.into();
         Ordering::of::<Self>().remove(conn, item)
     }
     /// [`Ordering::reorder`].
-    fn reorder<C: OrderedConnection>(conn: &mut C, parent: Id, ids: &[Id]) -> Result<Outcome> {
+    fn reorder<C: OrderedConnection>(conn: &mut C, parent: impl Into<Id>, ids: &[Id]) -> Result<Outcome> {
+        let parent = parent.into();
         Ordering::of::<Self>().reorder(conn, parent, ids)
     }
     /// [`Ordering::rebalance`].
-    fn rebalance<C: OrderedConnection>(conn: &mut C, parent: Id) -> Result<Outcome> {
+    fn rebalance<C: OrderedConnection>(conn: &mut C, parent: impl Into<Id>) -> Result<Outcome> {
+        let parent = parent.into();
         Ordering::of::<Self>().rebalance(conn, parent)
     }
     /// [`Ordering::heal`].
-    fn heal<C: OrderedConnection>(conn: &mut C, parent: Id) -> Result<Outcome> {
+    fn heal<C: OrderedConnection>(conn: &mut C, parent: impl Into<Id>) -> Result<Outcome> {
+        let parent = parent.into();
         Ordering::of::<Self>().heal(conn, parent)
     }
     /// [`Ordering::list`].
-    fn list<C: OrderedConnection>(conn: &mut C, parent: Id) -> Result<Vec<Row>> {
+    fn list<C: OrderedConnection>(conn: &mut C, parent: impl Into<Id>) -> Result<Vec<Row>> {
+        let parent = parent.into();
         Ordering::of::<Self>().list(conn, parent)
     }
     /// [`Ordering::list_versioned`].
-    fn list_versioned<C: OrderedConnection>(conn: &mut C, parent: Id) -> Result<Listing> {
+    fn list_versioned<C: OrderedConnection>(conn: &mut C, parent: impl Into<Id>) -> Result<Listing> {
+        let parent = parent.into();
         Ordering::of::<Self>().list_versioned(conn, parent)
     }
     /// [`Ordering::index_of`].
-    fn index_of<C: OrderedConnection>(conn: &mut C, item: Id) -> Result<u64> {
+    fn index_of<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>) -> Result<u64> {
+        let item = item.into();
         Ordering::of::<Self>().index_of(conn, item)
     }
     /// [`Ordering::verify`].
-    fn verify<C: OrderedConnection>(conn: &mut C, parent: Id) -> Result<Report> {
+    fn verify<C: OrderedConnection>(conn: &mut C, parent: impl Into<Id>) -> Result<Report> {
+        let parent = parent.into();
         Ordering::of::<Self>().verify(conn, parent)
     }
     /// The operations with options ([`Ordering::expect_version`], retries).

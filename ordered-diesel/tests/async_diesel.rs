@@ -129,7 +129,7 @@ fn inserter<A: AsyncTestConn>(
                 ph[2]
             );
             let args = vec![
-                Arg::I64(slot.parent),
+                Arg::I64(slot.scope::<i64>()?),
                 Arg::Text(title),
                 (&slot.position).into(),
             ];
@@ -154,10 +154,10 @@ fn inserter<A: AsyncTestConn>(
             };
             let mut last = Reply::None;
             for s in &stmts {
-                last = c.run(s, false).await?;
+                last = c.run(s, ordered_core::Wire::PLAIN).await?;
             }
             match last {
-                Reply::Count(id) => Ok(id),
+                Reply::Count(id) => Ok(Id::Int(id)),
                 other => panic!("{other:?}"),
             }
         })
@@ -199,17 +199,17 @@ fn lock_is_free<S: TestConn>(t: &Tables) {
 async fn hot_gap<A: AsyncTestConn>() {
     let d = A::DIALECT;
     let (n, m) = sizes(d);
-    let (mut c, t) = setup::<A::Sync>("async_hot", &GAP16, RebalancePolicy::Window, &[1]);
-    let a = add(&mut c, &t, 1, Placement::Last, "A");
-    let b = add(&mut c, &t, 1, Placement::Last, "B");
+    let (mut c, t) = setup::<A::Sync>("async_hot", &GAP16, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "B");
     for (phase, label) in [
         ("insert", "C1 hot-gap inserts"),
         ("move", "C2 hot-gap moves"),
     ] {
         // each phase replays its own log over the lists it started from
         reset_log(&mut c);
-        let start = Model::read(&mut c, &t, &[1]);
-        let pool: Vec<Id> = ids(&mut c, &t, 1)
+        let start = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1)]);
+        let pool: Vec<Id> = ids(&mut c, &t, ordered_diesel::Id::Int(1))
             .into_iter()
             .filter(|&x| x != a && x != b)
             .collect();
@@ -311,10 +311,10 @@ async fn killed<A: AsyncTestConn>() {
     if d == Dialect::Sqlite {
         return; // no server connection to kill: the sync suite SIGKILLs a process
     }
-    let (mut c, t) = setup::<A::Sync>("async_c5", &TIGHT, RebalancePolicy::Whole, &[1]);
-    let a = add(&mut c, &t, 1, Placement::Last, "A");
+    let (mut c, t) = setup::<A::Sync>("async_c5", &TIGHT, RebalancePolicy::Whole, &[ordered_diesel::Id::Int(1)]);
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
     for i in 0..30 {
-        add(&mut c, &t, 1, Placement::Last, &format!("i{i}"));
+        add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, &format!("i{i}"));
     }
     PAUSED.store(false, AtomicOrdering::SeqCst);
     WRITER.store(0, AtomicOrdering::SeqCst);
@@ -327,7 +327,7 @@ async fn killed<A: AsyncTestConn>() {
             .unwrap();
         rt.block_on(async move {
             let mut conn = A::open(&tw.db).await;
-            match conn.run(&own_id_stmt(A::DIALECT), false).await.unwrap() {
+            match conn.run(&own_id_stmt(A::DIALECT), ordered_core::Wire::PLAIN).await.unwrap() {
                 Reply::Count(id) => WRITER.store(id, AtomicOrdering::SeqCst),
                 other => panic!("{other:?}"),
             }
@@ -372,7 +372,7 @@ async fn killed<A: AsyncTestConn>() {
         snapshot,
         "diesel-async: the relabel was not rolled back whole"
     );
-    sound(&mut c, &t, 1);
+    sound(&mut c, &t, ordered_diesel::Id::Int(1));
     eprintln!(
         "diesel-async C5 {}: ConnectionLost, rolled back whole",
         A::Sync::name()
@@ -399,9 +399,9 @@ fn pooled_connections_and_the_callers_transaction() {
     runtime().block_on(async {
         use diesel_async::pooled_connection::AsyncDieselConnectionManager;
         let (mut c, t) =
-            setup::<diesel::PgConnection>("async_pool", &GAPPED, RebalancePolicy::Window, &[1]);
-        let x = add(&mut c, &t, 1, Placement::Last, "x");
-        let y = add(&mut c, &t, 1, Placement::Last, "y");
+            setup::<diesel::PgConnection>("async_pool", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+        let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "x");
+        let y = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "y");
         let url = std::env::var("ORDERED_PG_URL").unwrap();
         let o = Ordering::new(t.spec);
 
@@ -412,7 +412,7 @@ fn pooled_connections_and_the_callers_transaction() {
         .unwrap();
         let mut pooled = dp.get().await.unwrap();
         assert_send(o.move_to_start(&mut *pooled, y)).await.unwrap();
-        assert_eq!(ids(&mut c, &t, 1), [y, x]);
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [y, x]);
 
         let bb = diesel_async::pooled_connection::bb8::Pool::builder()
             .build(AsyncDieselConnectionManager::<
@@ -422,7 +422,7 @@ fn pooled_connections_and_the_callers_transaction() {
             .unwrap();
         let mut pooled = bb.get().await.unwrap();
         assert_send(o.move_to_start(&mut *pooled, x)).await.unwrap();
-        assert_eq!(ids(&mut c, &t, 1), [x, y]);
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [x, y]);
 
         // the caller's transaction: the move is a savepoint, rolled back with it
         let inner: &mut diesel_async::AsyncPgConnection = &mut pooled;
@@ -435,7 +435,7 @@ fn pooled_connections_and_the_callers_transaction() {
             .await;
         assert!(r.is_err());
         assert_eq!(
-            ids(&mut c, &t, 1),
+            ids(&mut c, &t, ordered_diesel::Id::Int(1)),
             [x, y],
             "the caller's rollback did not undo the move"
         );
@@ -452,9 +452,9 @@ fn retries_sleep_on_the_runtime() {
         return;
     }
     let (mut c, t) =
-        setup::<diesel::PgConnection>("async_retry", &GAPPED, RebalancePolicy::Window, &[1]);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    let b = add(&mut c, &t, 1, Placement::Last, "b");
+        setup::<diesel::PgConnection>("async_retry", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let mut holder = <diesel::PgConnection as TestConn>::open(&t.db);
     holder.exec("BEGIN");
     holder.exec(&format!(
@@ -506,7 +506,7 @@ fn retries_sleep_on_the_runtime() {
         ticks * 2 >= expected,
         "the runtime was blocked: {ticks} ticks in {elapsed:?}"
     );
-    assert_eq!(ids(&mut c, &t, 1), [b, a]);
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [b, a]);
     eprintln!(
         "diesel-async retries: {} attempts over {elapsed:?}, {ticks} ticks of the runtime meanwhile",
         outcome.attempts

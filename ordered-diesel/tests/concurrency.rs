@@ -26,10 +26,10 @@ fn hot_moves<C: TestConn>(_: ()) {
             &format!("conc_{sname}"),
             strategy,
             RebalancePolicy::Window,
-            &[1],
+            &[ordered_diesel::Id::Int(1)],
         );
-        let items: Vec<i64> = (0..40)
-            .map(|i| add(&mut c, &t, 1, Placement::Last, &format!("i{i}")))
+        let items: Vec<Id> = (0..40)
+            .map(|i| add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, &format!("i{i}")))
             .collect();
         let anchor = items[0];
         let outcomes = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));
@@ -65,8 +65,8 @@ fn hot_moves<C: TestConn>(_: ()) {
         let ok = outcomes.get("ok").copied().unwrap_or(0);
         // exhausted retries are allowed but must stay rare
         assert!(ok * 10 >= total * 9, "{} {sname}: {outcomes:?}", C::name());
-        let rows = sound(&mut c, &t, 1);
-        let mut got: Vec<i64> = rows.iter().map(|r| r.id).collect();
+        let rows = sound(&mut c, &t, ordered_diesel::Id::Int(1));
+        let mut got: Vec<Id> = rows.iter().map(|r| r.id).collect();
         assert_eq!(
             got[0],
             anchor,

@@ -13,11 +13,11 @@ fn playlist<C: TestConn>(_: ()) {
             &format!("seed_{sname}"),
             strategy,
             RebalancePolicy::Window,
-            &[1],
+            &[ordered_diesel::Id::Int(1)],
         );
-        let intro = add(&mut c, &t, 1, Placement::Last, "Intro");
-        let demo = add(&mut c, &t, 1, Placement::Last, "Demo");
-        let credits = add(&mut c, &t, 1, Placement::Last, "Credits");
+        let intro = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "Intro");
+        let demo = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "Demo");
+        let credits = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "Credits");
         let moved = ord(&t).move_before(&mut c, credits, demo).unwrap();
         assert_eq!(
             moved.rows_written,
@@ -28,7 +28,7 @@ fn playlist<C: TestConn>(_: ()) {
         let setup = add(
             &mut c,
             &t,
-            1,
+            ordered_diesel::Id::Int(1),
             Placement::Between {
                 prev: Some(credits),
                 next: Some(demo),
@@ -36,14 +36,14 @@ fn playlist<C: TestConn>(_: ()) {
             "Setup",
         );
         assert_eq!(
-            ids(&mut c, &t, 1),
+            ids(&mut c, &t, ordered_diesel::Id::Int(1)),
             [intro, credits, setup, demo],
             "{}",
             C::name()
         );
         ord(&t).rebalance(&mut c, 1).unwrap();
-        assert_eq!(ids(&mut c, &t, 1), [intro, credits, setup, demo]);
-        let positions: Vec<Position> = sound(&mut c, &t, 1)
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [intro, credits, setup, demo]);
+        let positions: Vec<Position> = sound(&mut c, &t, ordered_diesel::Id::Int(1))
             .into_iter()
             .map(|r| r.position)
             .collect();
@@ -68,18 +68,18 @@ fn every_operation<C: TestConn>(_: ()) {
             &format!("ops_{sname}"),
             strategy,
             RebalancePolicy::Window,
-            &[1, 2],
+            &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)],
         );
         let o = ord(&t);
-        let a = add(&mut c, &t, 1, Placement::Last, "a");
-        let b = add(&mut c, &t, 1, Placement::First, "b"); // b a
-        let d = add(&mut c, &t, 1, Placement::After(a), "d"); // b a d
-        let e = add(&mut c, &t, 1, Placement::Before(a), "e"); // b e a d
-        let f = add(&mut c, &t, 1, Placement::Index(2), "f"); // b e f a d
+        let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+        let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::First, "b"); // b a
+        let d = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::After(a), "d"); // b a d
+        let e = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Before(a), "e"); // b e a d
+        let f = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Index(2), "f"); // b e f a d
         let g = add(
             &mut c,
             &t,
-            1,
+            ordered_diesel::Id::Int(1),
             Placement::Between {
                 prev: Some(f),
                 next: Some(a),
@@ -87,12 +87,12 @@ fn every_operation<C: TestConn>(_: ()) {
             "g",
         ); // b e f g a d
         let mut want = vec![b, e, f, g, a, d];
-        assert_eq!(ids(&mut c, &t, 1), want);
-        let v0 = version(&mut c, &t, 1);
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), want);
+        let v0 = version(&mut c, &t, ordered_diesel::Id::Int(1));
 
         o.move_after(&mut c, b, d).unwrap(); // e f g a d b
         want = vec![e, f, g, a, d, b];
-        assert_eq!(ids(&mut c, &t, 1), want);
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), want);
         o.move_to_start(&mut c, d).unwrap(); // d e f g a b
         o.move_to_end(&mut c, e).unwrap(); // d f g a b e
         o.move_between(&mut c, a, Some(d), Some(f)).unwrap(); // d a f g b e
@@ -101,21 +101,21 @@ fn every_operation<C: TestConn>(_: ()) {
         o.move_down(&mut c, a).unwrap(); // f a g b d e
         o.swap(&mut c, f, e).unwrap(); // e a g b d f
         want = vec![e, a, g, b, d, f];
-        assert_eq!(ids(&mut c, &t, 1), want, "{} {sname}", C::name());
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), want, "{} {sname}", C::name());
         assert_eq!(o.index_of(&mut c, b).unwrap(), 3);
         o.move_to_parent(&mut c, g, 2, Placement::First).unwrap();
         o.remove(&mut c, d).unwrap();
         want = vec![e, a, b, f];
-        assert_eq!(ids(&mut c, &t, 1), want);
-        assert_eq!(ids(&mut c, &t, 2), [g]);
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), want);
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(2)), [g]);
         let reordered = vec![f, e, a, b];
         let out = o.reorder(&mut c, 1, &reordered).unwrap();
         assert_eq!(out.rows_written, 1, "reorder moves only f");
-        assert_eq!(ids(&mut c, &t, 1), reordered);
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), reordered);
         // every write bumped the version (13 writes on parent 1 since v0)
-        assert_eq!(version(&mut c, &t, 1), v0 + 11, "{} {sname}", C::name());
-        sound(&mut c, &t, 1);
-        sound(&mut c, &t, 2);
+        assert_eq!(version(&mut c, &t, ordered_diesel::Id::Int(1)), v0 + 11, "{} {sname}", C::name());
+        sound(&mut c, &t, ordered_diesel::Id::Int(1));
+        sound(&mut c, &t, ordered_diesel::Id::Int(2));
         let report = o.verify(&mut c, 1).unwrap();
         assert_eq!(report.items, 4);
         drop_tables(&mut c, &t);
@@ -133,38 +133,38 @@ fn stale_inputs<C: TestConn>(_: ()) {
             &format!("stale_{sname}"),
             strategy,
             RebalancePolicy::Window,
-            &[1, 2],
+            &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)],
         );
         let o = ord(&t);
-        let a = add(&mut c, &t, 1, Placement::Last, "a");
-        let b = add(&mut c, &t, 1, Placement::Last, "b");
+        let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+        let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
         let x = add(
             &mut c,
             &t,
-            1,
+            ordered_diesel::Id::Int(1),
             Placement::Between {
                 prev: Some(a),
                 next: Some(b),
             },
             "x",
         );
-        let other = add(&mut c, &t, 2, Placement::Last, "other");
+        let other = add(&mut c, &t, ordered_diesel::Id::Int(2), Placement::Last, "other");
         let before = (o.list(&mut c, 1).unwrap(), o.list(&mut c, 2).unwrap());
-        let v1 = version(&mut c, &t, 1);
+        let v1 = version(&mut c, &t, ordered_diesel::Id::Int(1));
         let cases: Vec<(Result<ordered_diesel::Outcome, Error>, OrderingError)> = vec![
             (
-                o.move_between(&mut c, b, Some(999), None),
-                OrderingError::NotFound { id: 999 },
+                o.move_between(&mut c, b, Some(ordered_diesel::Id::Int(999)), None),
+                OrderingError::NotFound { id: ordered_diesel::Id::Int(999) },
             ),
             (
                 o.move_before(&mut c, 999, a),
-                OrderingError::NotFound { id: 999 },
+                OrderingError::NotFound { id: ordered_diesel::Id::Int(999) },
             ),
             (
                 o.move_after(&mut c, a, other),
                 OrderingError::NotInCollection {
                     id: other,
-                    parent: 1,
+                    parent: ordered_diesel::Id::Int(1),
                 },
             ),
             (
@@ -186,14 +186,14 @@ fn stale_inputs<C: TestConn>(_: ()) {
             (
                 o.reorder(&mut c, 1, &[a, b]),
                 OrderingError::ReorderMismatch {
-                    parent: 1,
+                    parent: ordered_diesel::Id::Int(1),
                     reason: "2 ids given for 3 items".into(),
                 },
             ),
             (
                 o.clone().expect_version(v1 - 1).move_to_end(&mut c, a),
                 OrderingError::VersionConflict {
-                    parent: 1,
+                    parent: ordered_diesel::Id::Int(1),
                     expected: v1 - 1,
                     actual: v1,
                 },
@@ -227,7 +227,7 @@ fn stale_inputs<C: TestConn>(_: ()) {
         let missing = o.insert_last(&mut c, 77, |c, s| c.insert_item(&t, "orphan", &s));
         assert_eq!(
             missing.unwrap_err().ordering(),
-            Some(&OrderingError::ParentNotFound { parent: 77 })
+            Some(&OrderingError::ParentNotFound { parent: ordered_diesel::Id::Int(77) })
         );
         // nothing changed, not even the version
         assert_eq!(
@@ -235,7 +235,7 @@ fn stale_inputs<C: TestConn>(_: ()) {
             before
         );
         assert_eq!(
-            version(&mut c, &t, 1),
+            version(&mut c, &t, ordered_diesel::Id::Int(1)),
             v1,
             "{} {sname}: a refused write bumped the version",
             C::name()
@@ -261,10 +261,10 @@ fn hot_gap<C: TestConn>(policy: RebalancePolicy) {
         ("shortkeys", &SHORT_KEYS),
     ] {
         let test = format!("hot_{sname}_{policy:?}").to_lowercase();
-        let (mut c, t) = setup::<C>(&test, strategy, policy, &[1]);
+        let (mut c, t) = setup::<C>(&test, strategy, policy, &[ordered_diesel::Id::Int(1)]);
         let mut want = Vec::new();
         for i in 0..20 {
-            want.push(add(&mut c, &t, 1, Placement::Last, &format!("base{i}")));
+            want.push(add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, &format!("base{i}")));
         }
         let anchor = want[10];
         let mut relabels = 0;
@@ -278,8 +278,8 @@ fn hot_gap<C: TestConn>(policy: RebalancePolicy) {
             want.insert(11, o.value);
         }
         assert!(relabels > 0, "{} {test}: no relabel was forced", C::name());
-        assert_eq!(ids(&mut c, &t, 1), want, "{} {test}", C::name());
-        let rows = sound(&mut c, &t, 1);
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), want, "{} {test}", C::name());
+        let rows = sound(&mut c, &t, ordered_diesel::Id::Int(1));
         if let Some(cap) = strategy.kind().key_cap() {
             assert!(
                 rows.iter()
@@ -297,8 +297,8 @@ fn hot_gap<C: TestConn>(policy: RebalancePolicy) {
             let at = want.iter().position(|x| *x == anchor).unwrap() + 1;
             want.insert(at, item);
         }
-        assert_eq!(ids(&mut c, &t, 1), want, "{} {test} after moves", C::name());
-        sound(&mut c, &t, 1);
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), want, "{} {test} after moves", C::name());
+        sound(&mut c, &t, ordered_diesel::Id::Int(1));
         drop_tables(&mut c, &t);
     }
 }
@@ -318,24 +318,24 @@ fn dense<C: TestConn>(_: ()) {
         "dense",
         &ordered_diesel::Dense,
         RebalancePolicy::Window,
-        &[1, 2],
+        &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)],
     );
     let o = ord(&t);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    let b = add(&mut c, &t, 1, Placement::Last, "b");
-    let d = add(&mut c, &t, 1, Placement::First, "d");
-    let e = add(&mut c, &t, 1, Placement::Index(1), "e"); // d e a b
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
+    let d = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::First, "d");
+    let e = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Index(1), "e"); // d e a b
     o.move_to_end(&mut c, d).unwrap(); // e a b d
     o.move_before(&mut c, b, e).unwrap(); // b e a d
     o.move_to_parent(&mut c, e, 2, Placement::Last).unwrap(); // b a d | e
     o.remove(&mut c, b).unwrap(); // a d
-    assert_eq!(ids(&mut c, &t, 1), [a, d]);
-    let pos: Vec<Position> = sound(&mut c, &t, 1)
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [a, d]);
+    let pos: Vec<Position> = sound(&mut c, &t, ordered_diesel::Id::Int(1))
         .into_iter()
         .map(|r| r.position)
         .collect();
     assert_eq!(pos, [0, 1].map(Position::Int), "{}", C::name());
-    assert_eq!(ids(&mut c, &t, 2), [e]);
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(2)), [e]);
     drop_tables(&mut c, &t);
 }
 
@@ -345,24 +345,24 @@ fn dense_integers_stay_zero_to_n() {
 }
 
 fn nested<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("nested", &GAPPED, RebalancePolicy::Window, &[1]);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let (mut c, t) = setup::<C>("nested", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     // rolled back with the caller's transaction
     let r: Result<(), diesel::result::Error> = c.transaction(|c| {
         ord(&t).move_to_start(c, b)?;
-        assert_eq!(ids(c, &t, 1), [b, a]);
+        assert_eq!(ids(c, &t, ordered_diesel::Id::Int(1)), [b, a]);
         Err(diesel::result::Error::RollbackTransaction)
     });
     assert!(r.is_err());
-    assert_eq!(ids(&mut c, &t, 1), [a, b], "{}", C::name());
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [a, b], "{}", C::name());
     // committed with it
     c.transaction::<_, diesel::result::Error, _>(|c| {
         ord(&t).move_to_start(c, b)?;
         Ok(())
     })
     .unwrap();
-    assert_eq!(ids(&mut c, &t, 1), [b, a]);
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [b, a]);
     // a refusal inside the caller's transaction leaves the caller's transaction usable
     c.transaction::<_, diesel::result::Error, _>(|c| {
         let e = ord(&t).move_after(c, a, a).unwrap_err();
@@ -374,7 +374,7 @@ fn nested<C: TestConn>(_: ()) {
         Ok(())
     })
     .unwrap();
-    assert_eq!(ids(&mut c, &t, 1), [a, b]);
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [a, b]);
     drop_tables(&mut c, &t);
 }
 

@@ -43,12 +43,12 @@ fn kill<C: TestConn>(killer: &mut C, id: i64) {
 }
 
 /// parent 1 = [i1, i2] at version 2, parent 2 = [i3] at version 1.
-fn two_parents<C: TestConn>(test: &str) -> (C, Tables, [i64; 3]) {
-    let (mut c, t) = setup::<C>(test, &GAPPED, RebalancePolicy::Window, &[1, 2]);
-    let i1 = add(&mut c, &t, 1, Placement::Last, "i1");
-    let i2 = add(&mut c, &t, 1, Placement::Last, "i2");
-    let i3 = add(&mut c, &t, 2, Placement::Last, "i3");
-    assert_eq!((version(&mut c, &t, 1), version(&mut c, &t, 2)), (2, 1));
+fn two_parents<C: TestConn>(test: &str) -> (C, Tables, [Id; 3]) {
+    let (mut c, t) = setup::<C>(test, &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
+    let i1 = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "i1");
+    let i2 = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "i2");
+    let i3 = add(&mut c, &t, ordered_diesel::Id::Int(2), Placement::Last, "i3");
+    assert_eq!((version(&mut c, &t, ordered_diesel::Id::Int(1)), version(&mut c, &t, ordered_diesel::Id::Int(2))), (2, 1));
     (c, t, [i1, i2, i3])
 }
 
@@ -126,14 +126,14 @@ fn waiting_cross_parent_move<C: TestConn>(_: ()) {
         "{name}: B reported another parent's version"
     );
     assert_eq!(
-        (version(&mut c, &t, 1), version(&mut c, &t, 2)),
+        (version(&mut c, &t, ordered_diesel::Id::Int(1)), version(&mut c, &t, ordered_diesel::Id::Int(2))),
         (3, 3),
         "{name}: a parent was bumped by a write that did not change it"
     );
-    assert_eq!(ids(&mut c, &t, 1), [i1]);
-    assert_eq!(ids(&mut c, &t, 2), [i2, i3]);
-    sound(&mut c, &t, 1);
-    sound(&mut c, &t, 2);
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [i1]);
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(2)), [i2, i3]);
+    sound(&mut c, &t, ordered_diesel::Id::Int(1));
+    sound(&mut c, &t, ordered_diesel::Id::Int(2));
 
     // the same race with B expecting parent 1 at version 2, as its client read it: the
     // list has changed since (i2 left it), so B is refused and writes nothing
@@ -162,18 +162,18 @@ fn waiting_cross_parent_move<C: TestConn>(_: ()) {
     assert_eq!(
         err.ordering(),
         Some(&ordered_diesel::OrderingError::VersionConflict {
-            parent: 1,
+            parent: ordered_diesel::Id::Int(1),
             expected: 2,
             actual: 3
         }),
         "{name}: {err}"
     );
     assert_eq!(
-        (version(&mut c, &t, 1), version(&mut c, &t, 2)),
+        (version(&mut c, &t, ordered_diesel::Id::Int(1)), version(&mut c, &t, ordered_diesel::Id::Int(2))),
         (3, 2),
         "{name}: the refused move wrote"
     );
-    assert_eq!(ids(&mut c, &t, 2), [i3, i2]);
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(2)), [i3, i2]);
     drop_tables(&mut c, &t);
 }
 
@@ -187,10 +187,10 @@ fn died_between_operations<C: TestConn>(_: ()) {
     if C::DIALECT == Dialect::Sqlite {
         return;
     }
-    let (mut c, t) = setup::<C>("fault_idle", &GAPPED, RebalancePolicy::Window, &[1]);
-    add(&mut c, &t, 1, Placement::Last, "a");
+    let (mut c, t) = setup::<C>("fault_idle", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let mut victim = C::open(&t.db);
-    let before = ids(&mut victim, &t, 1);
+    let before = ids(&mut victim, &t, ordered_diesel::Id::Int(1));
     let id = backend_id(&mut victim);
     kill(&mut c, id);
     let err = ord(&t)
@@ -204,12 +204,12 @@ fn died_between_operations<C: TestConn>(_: ()) {
         C::name()
     );
     assert_eq!(
-        ids(&mut c, &t, 1),
+        ids(&mut c, &t, ordered_diesel::Id::Int(1)),
         before,
         "{}: something was applied",
         C::name()
     );
-    assert_eq!(version(&mut c, &t, 1), 1);
+    assert_eq!(version(&mut c, &t, ordered_diesel::Id::Int(1)), 1);
     drop_tables(&mut c, &t);
 }
 
@@ -223,9 +223,9 @@ fn killed_in_callers_transaction<C: TestConn>(_: ()) {
     if C::DIALECT == Dialect::Sqlite {
         return;
     }
-    let (mut c, t) = setup::<C>("fault_caller", &GAPPED, RebalancePolicy::Window, &[1]);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let (mut c, t) = setup::<C>("fault_caller", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let mut victim = C::open(&t.db);
     let id = backend_id(&mut victim);
     let killer_db = t.db.clone();
@@ -256,8 +256,8 @@ fn killed_in_callers_transaction<C: TestConn>(_: ()) {
         );
     }
     // the caller's transaction was rolled back whole: b's first move is not there
-    assert_eq!(ids(&mut c, &t, 1), [a, b], "{}: {inside:?}", C::name());
-    assert_eq!(version(&mut c, &t, 1), 2);
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [a, b], "{}: {inside:?}", C::name());
+    assert_eq!(version(&mut c, &t, ordered_diesel::Id::Int(1)), 2);
     drop_tables(&mut c, &t);
 }
 
@@ -273,9 +273,9 @@ fn pool_drops_the_broken_connection<C: TestConn + diesel::r2d2::R2D2Connection>(
     if C::DIALECT == Dialect::Sqlite {
         return;
     }
-    let (mut c, t) = setup::<C>("fault_pool", &GAPPED, RebalancePolicy::Window, &[1]);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let (mut c, t) = setup::<C>("fault_pool", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let url = match C::DIALECT {
         Dialect::Postgres => std::env::var("ORDERED_PG_URL").unwrap(),
         _ => std::env::var("ORDERED_MYSQL_URL").unwrap(),
@@ -307,7 +307,7 @@ fn pool_drops_the_broken_connection<C: TestConn + diesel::r2d2::R2D2Connection>(
         C::name()
     );
     ord(&t).move_to_start(&mut *fresh, b).unwrap();
-    assert_eq!(ids(&mut c, &t, 1), [b, a]);
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [b, a]);
     drop_tables(&mut c, &t);
 }
 
@@ -321,10 +321,10 @@ fn a_pool_replaces_the_connection_that_was_lost() {
 /// reports both, and `heal` places every row back in the domain, keeping them all.
 /// (Found by the Galera multi-writer test: heal left the parked row where it was.)
 fn heal_places_parked_rows<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("fault_heal", &GAPPED, RebalancePolicy::Window, &[1]);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    let b = add(&mut c, &t, 1, Placement::Last, "b");
-    let x = add(&mut c, &t, 1, Placement::Last, "x");
+    let (mut c, t) = setup::<C>("fault_heal", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
+    let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "x");
     let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
     for (id, pos) in [(b, ordered_diesel::__private::PARK_POSITION), (x, -5)] {
         c.exec(&format!(
@@ -337,8 +337,8 @@ fn heal_places_parked_rows<C: TestConn>(_: ()) {
     let before = ord(&t).verify(&mut c, 1).unwrap();
     assert!(!before.is_ok(), "{}: {before:?}", C::name());
     ord(&t).heal(&mut c, 1).unwrap();
-    let rows = sound(&mut c, &t, 1);
-    let mut got: Vec<i64> = rows.iter().map(|r| r.id).collect();
+    let rows = sound(&mut c, &t, ordered_diesel::Id::Int(1));
+    let mut got: Vec<Id> = rows.iter().map(|r| r.id).collect();
     got.sort_unstable();
     assert_eq!(got, [a, b, x], "{}", C::name());
     drop_tables(&mut c, &t);

@@ -58,7 +58,8 @@ fn fresh(
     parents: &[i64],
 ) -> Tables {
     let t = tables(test, strategy, RebalancePolicy::Window, test.to_owned());
-    reset(conn, &t, parents);
+    let parents: Vec<Id> = parents.iter().map(|&p| Id::Int(p)).collect();
+    reset(conn, &t, &parents);
     t
 }
 
@@ -68,7 +69,7 @@ fn insert(
     parent: i64,
     at: Placement,
     title: &str,
-) -> ordered_diesel::Result<i64> {
+) -> ordered_diesel::Result<Id> {
     ord(t)
         .insert(conn, parent, at, |c: &mut MysqlConnection, slot| {
             c.insert_item(t, title, &slot)
@@ -94,13 +95,13 @@ fn a_spec_without_a_version_column_is_refused_on_a_node() {
         "{err}"
     );
     assert!(err.to_string().contains("version column"), "{err}");
-    assert!(ids(&mut c, &t, 1).is_empty(), "the refused insert wrote");
+    assert!(ids(&mut c, &t, ordered_diesel::Id::Int(1)).is_empty(), "the refused insert wrote");
     // the same spec on a single MariaDB server (wsrep off) runs
     if let Ok(single) = std::env::var("ORDERED_MYSQL_URL") {
         let mut s = node(&single);
-        reset(&mut s, &t, &[1]);
+        reset(&mut s, &t, &[ordered_diesel::Id::Int(1)]);
         insert(&mut s, &t, 1, Placement::Last, "a").unwrap();
-        assert_eq!(ids(&mut s, &t, 1).len(), 1);
+        assert_eq!(ids(&mut s, &t, ordered_diesel::Id::Int(1)).len(), 1);
         drop_tables(&mut s, &t);
     }
     drop_tables(&mut c, &t);
@@ -116,13 +117,13 @@ fn reads_through_one_node_see_writes_through_another() {
     let mut w = node(&urls[0]);
     let mut r = node(&urls[1]);
     let t = fresh(&mut w, "gal_causal", &GAPPED, &[1]);
-    let plain = ordered_diesel::sql::list(Dialect::Mysql, &t.spec, 1);
+    let plain = ordered_diesel::sql::list(Dialect::Mysql, &t.spec, ordered_diesel::Id::Int(1));
     let mut stale_plain = 0;
     for i in 0..200 {
         let id = insert(&mut w, &t, 1, Placement::First, &format!("i{i}")).unwrap();
         if i % 2 == 0 {
             // the control first (it must not wait), then the library's read
-            match r.run(&plain, false).unwrap() {
+            match r.run(&plain, ordered_core::Wire::PLAIN).unwrap() {
                 ordered_diesel::__private::Reply::Rows(rows) => {
                     if rows.first().map(|x| x.id) != Some(id) {
                         stale_plain += 1;
@@ -158,7 +159,7 @@ fn log_version(_: Dialect, _: &Spec, _: &Request) -> Statement {
 
 #[derive(Default)]
 struct Tally {
-    ok: Vec<(i64, Option<i64>)>, // (version, inserted id)
+    ok: Vec<(i64, Option<Id>)>, // (version, inserted id)
     errors: BTreeMap<String, usize>,
     attempts: Vec<u32>,
 }
@@ -179,7 +180,7 @@ fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() {
     for i in 0..32 {
         seeded.push(insert(&mut c, &t, 1, Placement::Last, &format!("s{i}")).unwrap());
     }
-    let v0 = version(&mut c, &t, 1);
+    let v0 = version(&mut c, &t, ordered_diesel::Id::Int(1));
     let writers_per_node = 4;
     let ops = 100;
     let started = Instant::now();
@@ -260,13 +261,13 @@ fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() {
     let mut views = Vec::new();
     for u in &urls {
         let mut n = node(u);
-        views.push((ord(&t).list(&mut n, 1).unwrap(), version(&mut n, &t, 1)));
+        views.push((ord(&t).list(&mut n, 1).unwrap(), version(&mut n, &t, ordered_diesel::Id::Int(1))));
     }
     for (i, v) in views.iter().enumerate() {
         assert_eq!(v, &views[0], "node {} differs from node 1", i + 1);
     }
     let (rows, final_version) = views[0].clone();
-    let present: BTreeSet<i64> = rows.iter().map(|r| r.id).collect();
+    let present: BTreeSet<Id> = rows.iter().map(|r| r.id).collect();
     // 1. no two successes share a version: each bumped the parent itself, and committed
     let mut versions = BTreeSet::new();
     for (v, _) in &all.ok {
@@ -293,11 +294,11 @@ fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() {
             returns: Returns::Rows,
         };
         let mut n = node(&urls[0]);
-        match n.run(&stmt, false).unwrap() {
+        match n.run(&stmt, ordered_core::Wire::PLAIN).unwrap() {
             // the final statement runs after the bump: it logs the reported version
             ordered_diesel::__private::Reply::Rows(rows) => {
                 rows.into_iter().fold(BTreeMap::new(), |mut m, r| {
-                    m.entry(r.parent)
+                    m.entry(r.parent.as_int().unwrap_or(0))
                         .or_insert_with(Vec::new)
                         .push(r.position.as_int().unwrap_or(-1));
                     m

@@ -18,16 +18,16 @@ fn outbox<C: TestConn>(c: &mut C, t: &Tables) -> String {
     name
 }
 
-fn note<C: TestConn>(c: &mut C, table: &str, item: i64) -> diesel::QueryResult<()> {
+fn note<C: TestConn>(c: &mut C, table: &str, item: Id) -> diesel::QueryResult<()> {
     let q = ordered_diesel::sql::quote(C::DIALECT, table);
     c.batch_execute(&format!("INSERT INTO {q} (item) VALUES ({item})"))
 }
 
 fn hook_commits_rolls_back_and_retries_with_the_operation<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("live_hook", &TIGHT, RebalancePolicy::Window, &[1]);
+    let (mut c, t) = setup::<C>("live_hook", &TIGHT, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
     let table = outbox(&mut c, &t);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let rows = |c: &mut C| {
         let int = if C::DIALECT == ordered_diesel::Dialect::Mysql {
             "SIGNED"
@@ -67,7 +67,7 @@ fn hook_commits_rolls_back_and_retries_with_the_operation<C: TestConn>(_: ()) {
     );
 
     // a failing hook rolls the whole operation back: the order, the version, the outbox
-    let v = version(&mut c, &t, 1);
+    let v = version(&mut c, &t, ordered_diesel::Id::Int(1));
     let failed = ord(&t).apply(
         &mut c,
         Request::Move {
@@ -75,7 +75,7 @@ fn hook_commits_rolls_back_and_retries_with_the_operation<C: TestConn>(_: ()) {
             at: Placement::Last,
         },
         |c, _| {
-            note(c, &table, -1)?;
+            note(c, &table, Id::Int(-1))?;
             Err(DieselError::RollbackTransaction)
         },
     );
@@ -86,8 +86,8 @@ fn hook_commits_rolls_back_and_retries_with_the_operation<C: TestConn>(_: ()) {
         ),
         "{failed:?}"
     );
-    assert_eq!(ids(&mut c, &t, 1), [b, a], "{}: nothing moved", C::name());
-    assert_eq!(version(&mut c, &t, 1), v);
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [b, a], "{}: nothing moved", C::name());
+    assert_eq!(version(&mut c, &t, ordered_diesel::Id::Int(1)), v);
     assert_eq!(
         rows(&mut c),
         1,
@@ -118,7 +118,7 @@ fn hook_commits_rolls_back_and_retries_with_the_operation<C: TestConn>(_: ()) {
         )
         .unwrap();
     assert_eq!((calls, retried.attempts), (2, 2), "{}", C::name());
-    assert_eq!(ids(&mut c, &t, 1), [a, b]);
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [a, b]);
     assert_eq!(
         rows(&mut c),
         2,
@@ -146,7 +146,7 @@ fn hook_commits_rolls_back_and_retries_with_the_operation<C: TestConn>(_: ()) {
     let refused = ord(&t).apply(
         &mut c,
         Request::Insert {
-            parent: 1,
+            parent: ordered_diesel::Id::Int(1),
             at: Placement::Last,
         },
         |_, _| Ok(()),
@@ -161,8 +161,8 @@ fn hook() {
 }
 
 fn changes_list_relabels_and_summarise_above_the_limit<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("live_changes", &TIGHT, RebalancePolicy::Window, &[1, 2]);
-    let first = add(&mut c, &t, 1, Placement::Last, "0");
+    let (mut c, t) = setup::<C>("live_changes", &TIGHT, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
+    let first = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "0");
     let mut all = vec![first];
     // fill the gap after `first` until a relabel
     let relabel = loop {
@@ -176,7 +176,7 @@ fn changes_list_relabels_and_summarise_above_the_limit<C: TestConn>(_: ()) {
             break r.outcome;
         }
     };
-    let now = sound(&mut c, &t, 1);
+    let now = sound(&mut c, &t, ordered_diesel::Id::Int(1));
     for ch in &relabel.changes.rows {
         let row = now.iter().find(|r| r.id == ch.id).unwrap();
         assert_eq!(
@@ -188,7 +188,7 @@ fn changes_list_relabels_and_summarise_above_the_limit<C: TestConn>(_: ()) {
     }
     assert!(relabel.changes.rows.len() as u64 > relabel.relabelled);
     assert_eq!(relabel.changes.versions.len(), 1);
-    assert_eq!(relabel.version, relabel.changes.version_of(1));
+    assert_eq!(relabel.version, relabel.changes.version_of(ordered_diesel::Id::Int(1)));
 
     // a cross-collection move reports the item in its new collection and both versions
     let moved = ord(&t)
@@ -196,7 +196,7 @@ fn changes_list_relabels_and_summarise_above_the_limit<C: TestConn>(_: ()) {
         .unwrap();
     assert_eq!(moved.changes.rows.len(), 1);
     assert_eq!(moved.changes.rows[0].parent, 2);
-    let parents: Vec<i64> = moved.changes.versions.iter().map(|v| v.parent).collect();
+    let parents: Vec<Id> = moved.changes.versions.iter().map(|v| v.parent).collect();
     assert_eq!(
         parents,
         [1, 2],
@@ -209,14 +209,14 @@ fn changes_list_relabels_and_summarise_above_the_limit<C: TestConn>(_: ()) {
     assert_eq!(gone.changes.removed, [first]);
 
     // above the limit, a rebalance is a summary covering every row
-    let n = ids(&mut c, &t, 1).len() as u64;
+    let n = ids(&mut c, &t, ordered_diesel::Id::Int(1)).len() as u64;
     let summary = ord(&t).changes_limit(2).rebalance(&mut c, 1).unwrap();
     assert!(summary.changes.rows.is_empty(), "{:?}", summary.changes);
     let [range] = &summary.changes.relabelled[..] else {
         panic!("one summarised range: {:?}", summary.changes)
     };
     assert_eq!(range.rows, n);
-    for r in sound(&mut c, &t, 1) {
+    for r in sound(&mut c, &t, ordered_diesel::Id::Int(1)) {
         assert!(
             range.first <= r.position && r.position <= range.last,
             "{}: {r:?} outside {range:?}",
@@ -236,7 +236,7 @@ fn changes() {
 }
 
 fn versioned_read<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("live_versioned", &GAPPED, RebalancePolicy::Window, &[1, 2]);
+    let (mut c, t) = setup::<C>("live_versioned", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
     let empty = ord(&t).list_versioned(&mut c, 2).unwrap();
     assert_eq!(
         (empty.rows.len(), empty.version),
@@ -247,13 +247,13 @@ fn versioned_read<C: TestConn>(_: ()) {
     let missing = ord(&t).list_versioned(&mut c, 99).unwrap_err();
     assert_eq!(
         missing.ordering(),
-        Some(&OrderingError::ParentNotFound { parent: 99 })
+        Some(&OrderingError::ParentNotFound { parent: ordered_diesel::Id::Int(99) })
     );
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let seen = ord(&t).list_versioned(&mut c, 1).unwrap();
     assert_eq!(seen.rows, ord(&t).list(&mut c, 1).unwrap());
-    assert_eq!(seen.version, Some(version(&mut c, &t, 1)));
+    assert_eq!(seen.version, Some(version(&mut c, &t, ordered_diesel::Id::Int(1))));
     // a client that sends the version back wins once; a second client with it loses
     ord(&t)
         .expect_version(seen.version.unwrap())
@@ -272,10 +272,10 @@ fn versioned() {
 }
 
 fn error_codes_and_statuses<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("live_errors", &GAPPED, RebalancePolicy::Window, &[1]);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    let b = add(&mut c, &t, 1, Placement::Last, "b");
-    let x = add(&mut c, &t, 1, Placement::Last, "x");
+    let (mut c, t) = setup::<C>("live_errors", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
+    let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "x");
     let cases: Vec<(Error, &str, Status, u16)> = vec![
         (
             ord(&t)
@@ -345,7 +345,7 @@ fn errors() {
 }
 
 fn adopting_an_existing_table<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("live_adopt", &TIGHT, RebalancePolicy::Window, &[1]);
+    let (mut c, t) = setup::<C>("live_adopt", &TIGHT, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
     // the generated migration: as the protocol needs it
     ord(&t).check_schema(&mut c).unwrap();
 
@@ -372,12 +372,12 @@ fn adopting_an_existing_table<C: TestConn>(_: ()) {
         q(t.items)
     ));
     let checked = ord(&t).check_schema(&mut c);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     // a swap rewrites both rows in one statement on PostgreSQL, through a transient
     // duplicate that only a deferrable constraint lets pass (the other engines park the
     // rows in the temporary range first)
-    let before = sound(&mut c, &t, 1);
+    let before = sound(&mut c, &t, ordered_diesel::Id::Int(1));
     let swapped = ord(&t).swap(&mut c, a, b);
     if C::DIALECT == ordered_diesel::Dialect::Postgres {
         let e = checked.unwrap_err();
@@ -393,7 +393,7 @@ fn adopting_an_existing_table<C: TestConn>(_: ()) {
             "{at_write}"
         );
         assert_eq!(
-            sound(&mut c, &t, 1),
+            sound(&mut c, &t, ordered_diesel::Id::Int(1)),
             before,
             "the refused swap wrote nothing"
         );
@@ -402,7 +402,7 @@ fn adopting_an_existing_table<C: TestConn>(_: ()) {
         let e = checked.unwrap_err();
         assert!(e.to_string().contains("no CHECK constraint"), "{e}");
         swapped.unwrap();
-        assert_eq!(ids(&mut c, &t, 1), [b, a], "{}", C::name());
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [b, a], "{}", C::name());
     }
 
     // the CHECK the refusal names: then only PostgreSQL's deferrable constraint is left
@@ -444,11 +444,11 @@ fn adopt() {
 /// the lock sees where the item is now, and the move is retried there: never planned
 /// with the old collection's rows, never written there.
 fn a_move_that_waited_for_its_lock_follows_the_item<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("live_wait", &GAPPED, RebalancePolicy::Window, &[1, 2]);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    let x = add(&mut c, &t, 1, Placement::Last, "x");
-    let b = add(&mut c, &t, 1, Placement::Last, "b");
-    let d = add(&mut c, &t, 2, Placement::Last, "d");
+    let (mut c, t) = setup::<C>("live_wait", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "x");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
+    let d = add(&mut c, &t, ordered_diesel::Id::Int(2), Placement::Last, "d");
     let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
     // the racing writer: holds both collections and moves x to the end of 2
     let mut holder = C::open(&t.db);
@@ -496,15 +496,15 @@ fn a_move_that_waited_for_its_lock_follows_the_item<C: TestConn>(_: ()) {
             .iter()
             .map(|r| (r.id, r.parent))
             .collect::<Vec<_>>(),
-        [(x, 2)],
+        [(x, Id::Int(2))],
         "{}",
         C::name()
     );
-    assert_eq!(ids(&mut c, &t, 2), [x, d], "{}", C::name());
-    assert_eq!(ids(&mut c, &t, 1), [a, b], "{}", C::name());
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(2)), [x, d], "{}", C::name());
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [a, b], "{}", C::name());
     // the racing writer's bump and the move's: collection 2 only
-    assert_eq!(version(&mut c, &t, 1), 4, "{}", C::name());
-    assert_eq!(version(&mut c, &t, 2), 3, "{}", C::name());
+    assert_eq!(version(&mut c, &t, ordered_diesel::Id::Int(1)), 4, "{}", C::name());
+    assert_eq!(version(&mut c, &t, ordered_diesel::Id::Int(2)), 3, "{}", C::name());
     if C::DIALECT != ordered_diesel::Dialect::Sqlite {
         // it locked collection 1 first, saw x gone, and retried
         assert_eq!(moved.attempts, 2, "{}", C::name());
@@ -520,7 +520,7 @@ fn waited() {
 /// An insert that tells the library its new row's id (`Slot::inserted_id`, from its own
 /// `RETURNING`) saves the statement that reads the id back; the changes carry that id.
 fn an_insert_that_reports_its_id_is_not_read_back<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("live_newid", &GAPPED, RebalancePolicy::Window, &[1]);
+    let (mut c, t) = setup::<C>("live_newid", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
     let plain = ord(&t)
         .insert_last(&mut c, 1, |c, slot| c.insert_item(&t, "a", &slot))
         .unwrap();
@@ -544,7 +544,7 @@ fn an_insert_that_reports_its_id_is_not_read_back<C: TestConn>(_: ()) {
         C::name()
     );
     assert_eq!(told.outcome.changes.rows[0].id, told.value, "{}", C::name());
-    assert_eq!(ids(&mut c, &t, 1), [plain.value, told.value]);
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [plain.value, told.value]);
     drop_tables(&mut c, &t);
 }
 

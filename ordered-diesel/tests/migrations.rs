@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use ordered_diesel::migrations::{self, Backfill};
-use ordered_diesel::{Dialect, Placement, RebalancePolicy};
+use ordered_diesel::{Dialect, Id, Placement, RebalancePolicy};
 
 fn run_file<C: TestConn>(conn: &mut C, path: &std::path::Path) {
     let text = std::fs::read_to_string(path).unwrap();
@@ -103,20 +103,20 @@ fn expand_and_contract<C: TestConn>(_: ()) {
         run_file(&mut c, &folder.join("down.sql"));
         run_file(&mut c, &folder.join("up.sql"));
         assert_eq!(
-            ids(&mut c, &t, 1),
+            ids(&mut c, &t, ordered_diesel::Id::Int(1)),
             [2, 4, 6, 1],
             "{} {sname}: backfilled in creation order",
             C::name()
         );
-        assert_eq!(ids(&mut c, &t, 2), [5, 3]);
-        sound(&mut c, &t, 1);
-        sound(&mut c, &t, 2);
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(2)), [5, 3]);
+        sound(&mut c, &t, ordered_diesel::Id::Int(1));
+        sound(&mut c, &t, ordered_diesel::Id::Int(2));
         // the library works on the migrated table, and the version column exists
-        let v = version(&mut c, &t, 1);
+        let v = version(&mut c, &t, ordered_diesel::Id::Int(1));
         ord(&t).move_to_start(&mut c, 1).unwrap();
-        let n = add(&mut c, &t, 1, Placement::After(2), "new");
-        assert_eq!(ids(&mut c, &t, 1), [1, 2, n, 4, 6]);
-        assert_eq!(version(&mut c, &t, 1), v + 2);
+        let n = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::After(ordered_diesel::Id::Int(2)), "new");
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [Id::Int(1), Id::Int(2), n, Id::Int(4), Id::Int(6)]);
+        assert_eq!(version(&mut c, &t, ordered_diesel::Id::Int(1)), v + 2);
         // the unique constraint is there: a duplicate position is refused
         let rows = ord(&t).list(&mut c, 1).unwrap();
         let dup = match &rows[0].position {
@@ -157,12 +157,12 @@ fn expand_and_contract<C: TestConn>(_: ()) {
         }
         // `n`, inserted through the library, has the default created_at (0): oldest
         assert_eq!(
-            ids(&mut c, &t, 1),
-            [1, 6, 4, 2, n],
+            ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+            [Id::Int(1), Id::Int(6), Id::Int(4), Id::Int(2), n],
             "{} {sname}: newest first",
             C::name()
         );
-        assert_eq!(ids(&mut c, &t, 2), [3, 5]);
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(2)), [3, 5]);
         // a misspelt column is an error on every engine, SQLite included (no silent
         // order by a string constant)
         let misspelt = migrations::backfill_sql(d, &t.spec, &["created_att"]);
@@ -172,7 +172,7 @@ fn expand_and_contract<C: TestConn>(_: ()) {
             "{} {sname}: {misspelt} was accepted",
             C::name()
         );
-        assert_eq!(ids(&mut c, &t, 1), [1, 6, 4, 2, n]);
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [Id::Int(1), Id::Int(6), Id::Int(4), Id::Int(2), n]);
         let _ = std::fs::remove_dir_all(&dir);
         drop_tables(&mut c, &t);
     }
@@ -221,9 +221,9 @@ fn adopt<C: TestConn>(_: ()) {
         c.exec(stmt);
     }
     // the app's order: by position, ties by id, NULLs last; spaced as the library spaces
-    assert_eq!(ids(&mut c, &t, 1), [1, 3, 2, 5, 4], "{}", C::name());
-    assert_eq!(ids(&mut c, &t, 2), [6]);
-    let positions: Vec<i64> = sound(&mut c, &t, 1)
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [1, 3, 2, 5, 4], "{}", C::name());
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(2)), [6]);
+    let positions: Vec<i64> = sound(&mut c, &t, ordered_diesel::Id::Int(1))
         .iter()
         .filter_map(|r| r.position.as_int())
         .collect();
@@ -240,20 +240,20 @@ fn adopt<C: TestConn>(_: ()) {
     let n = add(
         &mut c,
         &t,
-        1,
+        ordered_diesel::Id::Int(1),
         Placement::Between {
-            prev: Some(3),
-            next: Some(2),
+            prev: Some(ordered_diesel::Id::Int(3)),
+            next: Some(ordered_diesel::Id::Int(2)),
         },
         "n",
     );
     ord(&t).move_to_start(&mut c, 4).unwrap();
-    assert_eq!(ids(&mut c, &t, 1), [4, 1, 3, n, 2, 5], "{}", C::name());
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [Id::Int(4), Id::Int(1), Id::Int(3), n, Id::Int(2), Id::Int(5)], "{}", C::name());
     // down removes what it added and keeps the column and its values
     for stmt in &m.down {
         c.exec(stmt);
     }
-    assert_eq!(ids(&mut c, &t, 1), [4, 1, 3, n, 2, 5]);
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [Id::Int(4), Id::Int(1), Id::Int(3), n, Id::Int(2), Id::Int(5)]);
     drop_tables(&mut c, &t);
 }
 

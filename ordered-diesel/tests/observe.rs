@@ -62,8 +62,8 @@ fn every_operation_runs_in_a_span() {
     let subscriber = tracing_subscriber::registry().with(spans.clone());
     tracing::subscriber::set_global_default(subscriber).unwrap();
     let (mut c, t) =
-        setup::<diesel::SqliteConnection>("live_span", &GAPPED, RebalancePolicy::Window, &[1]);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
+        setup::<diesel::SqliteConnection>("live_span", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     ord(&t).move_before(&mut c, a, 999_999).unwrap_err();
     drop_tables(&mut c, &t);
     let table = format!("{:?}", t.items);
@@ -113,11 +113,11 @@ fn operations_report_metrics() {
             "live_metrics",
             &TIGHT,
             RebalancePolicy::Window,
-            &[1],
+            &[ordered_diesel::Id::Int(1)],
         );
-        let a = add(&mut c, &t, 1, Placement::Last, "a");
+        let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
         for _ in 0..4 {
-            add(&mut c, &t, 1, Placement::After(a), "x");
+            add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::After(a), "x");
         }
         ord(&t).move_before(&mut c, a, 999_999).unwrap_err();
         drop_tables(&mut c, &t);

@@ -37,9 +37,9 @@ fn short_timeouts<C: TestConn>(conn: &mut C) {
 }
 
 fn contended<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("retry", &GAPPED, RebalancePolicy::Window, &[1]);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let (mut c, t) = setup::<C>("retry", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     short_timeouts(&mut c);
     let hold = if C::DIALECT == Dialect::Mysql {
         1500
@@ -60,7 +60,7 @@ fn contended<C: TestConn>(_: ()) {
         C::name()
     );
     holder.exec("ROLLBACK");
-    assert_eq!(ids(&mut c, &t, 1), [a, b]);
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [a, b]);
 
     // 2. with retries: waits out the holder, then succeeds
     let policy = RetryPolicy {
@@ -84,7 +84,7 @@ fn contended<C: TestConn>(_: ()) {
         "{}: did not wait",
         C::name()
     );
-    assert_eq!(ids(&mut c, &t, 1), [b, a]);
+    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [b, a]);
     drop_tables(&mut c, &t);
 }
 

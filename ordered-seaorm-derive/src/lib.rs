@@ -55,6 +55,12 @@ fn once<T>(slot: &mut Option<T>, key: &Ident, v: T) -> syn::Result<()> {
     Ok(())
 }
 
+/// The key type of a key field, from its Rust type (`ordered_seaorm::KeyField`), spanned
+/// on the type so that an unsupported one is reported there.
+fn key_type(ty: &syn::Type) -> TokenStream2 {
+    quote::quote_spanned!(syn::spanned::Spanned::span(ty)=> <#ty as ::ordered_seaorm::KeyField>::TYPE)
+}
+
 fn column_variant(field: &syn::Field) -> syn::Result<Ident> {
     // `#[sea_orm(enum_name = "...")]` overrides the variant name
     for attr in &field.attrs {
@@ -183,12 +189,12 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
             }
         })?;
     }
-    let mut scope: Option<Ident> = None;
+    let mut scope: Option<(Ident, syn::Type)> = None;
     let mut position: Option<(Ident, syn::Type)> = None;
-    let mut id: Option<Ident> = None;
+    let mut id: Option<(Ident, syn::Type)> = None;
     for f in &fields.named {
         if is_primary_key(f) && id.is_none() {
-            id = Some(column_variant(f)?);
+            id = Some((column_variant(f)?, f.ty.clone()));
         }
         for attr in &f.attrs {
             if !attr.path().is_ident("ordered") {
@@ -199,7 +205,7 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
                     return Err(meta.error("expected `scope` or `position`"));
                 };
                 match key.to_string().as_str() {
-                    "scope" => once(&mut scope, &key, column_variant(f)?),
+                    "scope" => once(&mut scope, &key, (column_variant(f)?, f.ty.clone())),
                     "position" => once(&mut position, &key, (column_variant(f)?, f.ty.clone())),
                     _ => Err(syn::Error::new(
                         key.span(),
@@ -210,10 +216,17 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
         }
     }
     let need = |what: &str| syn::Error::new(ast.ident.span(), format!("missing {what}; {FORMAT}"));
-    let scope = scope.ok_or_else(|| need("an `#[ordered(scope)]` field"))?;
+    let (scope, scope_ty) = scope.ok_or_else(|| need("an `#[ordered(scope)]` field"))?;
     let (position, pos_ty) = position.ok_or_else(|| need("an `#[ordered(position)]` field"))?;
     let parent_table = c.parent_table.ok_or_else(|| need("`parent_table`"))?;
-    let id = id.unwrap_or_else(|| Ident::new("Id", Span::call_site()));
+    let (id, id_type) = match id {
+        Some((v, ty)) => (v, key_type(&ty)),
+        None => (
+            Ident::new("Id", Span::call_site()),
+            quote!(::ordered_seaorm::KeyType::Int),
+        ),
+    };
+    let parent_type = key_type(&scope_ty);
     let parent_key = c.parent_key.map_or_else(|| quote!("id"), |k| quote!(#k));
     let version = c.version.map_or_else(
         || quote!(::core::option::Option::None),
@@ -318,6 +331,8 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
                         position: Column::#position.as_str(),
                         parent_table: #parent_table,
                         parent_id: #parent_key,
+                        id_type: #id_type,
+                        parent_type: #parent_type,
                         version: #version,
                         unique: #unique,
                         strategy: &STRATEGY,

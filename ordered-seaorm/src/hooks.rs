@@ -10,14 +10,14 @@
 //! // e.g. in `before_save(mut self, db, insert)` when `insert` and the position is NotSet:
 //! let txn = db.begin().await?;
 //! let slot = ordered_seaorm::hooks::slot_for_insert(&txn, &track::Entity::spec(), 1, ordered_seaorm::Placement::Last).await?;
-//! track::ActiveModel { playlist_id: Set(slot.parent), title: Set("Intro".into()), position: Set(slot.int()?), ..Default::default() }
+//! track::ActiveModel { playlist_id: Set(slot.scope()?), title: Set("Intro".into()), position: Set(slot.int()?), ..Default::default() }
 //!     .insert(&txn)
 //!     .await?;
 //! txn.commit().await?;
 //! # Ok(()) }
 //! ```
 
-use ordered_core::{Action, Id, Operation, Placement, PositionKind, Reply, Request, Spec};
+use ordered_core::{Action, Id, Operation, Placement, Reply, Request, Spec};
 use sea_orm::ConnectionTrait;
 
 use crate::error::{Error, Result};
@@ -36,7 +36,7 @@ pub async fn slot_for_insert<C: ConnectionTrait>(
     at: Placement,
 ) -> Result<Slot> {
     let d = dialect(db.get_database_backend())?;
-    let key = matches!(spec.strategy.kind(), PositionKind::Key { .. });
+    let key = ordered_core::Wire::of(spec);
     let mut op = Operation::new(*spec, d, Request::Insert { parent, at });
     let mut reply = Reply::None;
     loop {

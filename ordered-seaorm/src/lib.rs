@@ -73,6 +73,7 @@ mod ops;
 pub use error::{Error, Result, Status, refusal};
 pub use ops::{
     HookFuture, InsertFuture, Inserted, OrderedConnection, Ordering, Slot, begin, dialect,
+    key_value,
 };
 /// Derives [`OrderedEntity`] for the `Entity` of a SeaORM `Model`.
 pub use ordered_seaorm_derive::DeriveOrdered;
@@ -80,10 +81,35 @@ pub use ordered_seaorm_derive::DeriveOrdered;
 pub use ordered_core::Error as OrderingError;
 pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
 pub use ordered_core::{
-    Dense, Dialect, Fractional, Gapped, Id, Listing, MAX_POSITION, MIN_POSITION, Outcome,
+    Dense, Dialect, Fractional, Gapped, Id, Key, KeyType, Listing, MAX_POSITION, MIN_POSITION, Outcome,
     Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report, Request,
     RetryPolicy, Row, Spec, key, sql,
 };
+
+/// A model field type that can hold an ordered table's keys (the primary key and the
+/// `#[ordered(scope)]` field), checked by `#[derive(DeriveOrdered)]` at compile time:
+/// `i64`, `i32`, `i16`, `String` and, with the `uuid` feature, `uuid::Uuid` (which
+/// SeaORM stores as `uuid` on PostgreSQL, `BINARY(16)` on MySQL/MariaDB and a 16-byte
+/// blob on SQLite).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an ordered table's key or scope",
+    note = "keys are `i64`, `i32`, `i16`, `String` or `uuid::Uuid` (feature `uuid`); a nullable scope (a tree's root list) is not supported yet"
+)]
+pub trait KeyField {
+    /// How the column stores the key.
+    const TYPE: KeyType;
+}
+
+macro_rules! key_fields {
+    ($($t:ty),*) => {$(
+        impl KeyField for $t {
+            const TYPE: KeyType = <$t as ordered_core::Key>::TYPE;
+        }
+    )*};
+}
+key_fields!(i64, i32, i16, String);
+#[cfg(feature = "uuid")]
+key_fields!(uuid::Uuid);
 
 /// An entity whose rows are ordered within a parent. Implemented by
 /// `#[derive(DeriveOrdered)]`.

@@ -8,7 +8,7 @@ use std::pin::Pin;
 use ordered_core::retry::{Attempts, Class, Stop, classify_message, is_connection_lost, refine};
 use ordered_core::{
     Action, Arg, Changes, Dialect, Id, Listing, Outcome, Placement, Position, Reply, Report,
-    Request, Returns, Row, Settings, Spec, Statement, observe, sql,
+    Request, Returns, Row, Settings, Spec, Statement, Wire, observe, sql,
 };
 use sea_orm::{
     ActiveModelBehavior, ActiveModelTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr,
@@ -31,7 +31,8 @@ pub struct Slot {
 }
 
 impl Slot {
-    pub(crate) fn new(parent: Id, position: Position) -> Slot {
+    pub(crate) fn new(parent: impl Into<Id>, position: Position) -> Slot {
+        let parent = parent.into();
         Slot {
             parent,
             position,
@@ -43,12 +44,25 @@ impl Slot {
     /// PostgreSQL and SQLite), which saves the statement that reads it back by
     /// its slot for the outcome's changes. It must be the new row's id: the changes and
     /// the hook report it as given.
-    pub fn inserted_id(&self, id: Id) {
+    pub fn inserted_id(&self, id: impl Into<Id>) {
+        let id = id.into();
         self.id.set(id);
     }
 
     pub(crate) fn reply(&self) -> ordered_core::Reply {
         self.id.reply()
+    }
+
+    /// The collection key as the model's scope type (`i64`, `i32`, `i16`, `Uuid` or
+    /// `String`), for the insert's scope field; an error usable with `?` in the insert
+    /// closure if the key is of another type.
+    pub fn scope<K: ordered_core::Key>(&self) -> Result<K, DbErr> {
+        K::from_id(self.parent).ok_or_else(|| {
+            DbErr::Type(format!(
+                "the collection key {} is not of the type asked for",
+                self.parent
+            ))
+        })
     }
 
     /// The position as an integer (gapped and dense strategies); an error usable with
@@ -131,9 +145,9 @@ pub fn dialect(backend: DbBackend) -> Result<Dialect> {
     }
 }
 
-/// Executes one core statement on `db` and decodes its result.
+/// Executes one core statement on `db` and decodes its result as `wire` says.
 #[doc(hidden)]
-pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, key: bool) -> Result<Reply, DbErr> {
+pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, wire: Wire) -> Result<Reply, DbErr> {
     let backend = db.get_database_backend();
     let values: Vec<Value> = stmt
         .args
@@ -141,6 +155,7 @@ pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, key: bool) -> Res
         .map(|a| match a {
             Arg::I64(v) => Value::from(*v),
             Arg::Text(t) => Value::from(t.clone()),
+            Arg::Bytes(b) => Value::from(b.clone()),
         })
         .collect();
     let s = sea_orm::Statement::from_sql_and_values(backend, stmt.sql.clone(), values);
@@ -149,24 +164,27 @@ pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, key: bool) -> Res
         Returns::Rows => {
             let mut rows = Vec::new();
             for r in db.query_all_raw(s).await? {
-                rows.push(item_row(&r, key)?);
+                rows.push(item_row(&r, wire)?);
             }
             Reply::Rows(rows)
         }
         Returns::Tagged => {
             let mut rows = Vec::new();
             for r in db.query_all_raw(s).await? {
-                rows.push((r.try_get::<i64>("", "o_q")?, item_row(&r, key)?));
+                rows.push((r.try_get::<i64>("", "o_q")?, item_row(&r, wire)?));
             }
             Reply::Tagged(rows)
         }
         Returns::Parent => {
             let mut out = Vec::new();
             for r in db.query_all_raw(s).await? {
-                out.push((
-                    r.try_get::<i64>("", "o_id")?,
-                    r.try_get::<i64>("", "o_version")?,
-                ));
+                let id = if wire.text {
+                    wire.parent_key(&r.try_get::<String>("", "o_id")?)
+                        .map_err(decode)?
+                } else {
+                    Id::Int(r.try_get::<i64>("", "o_id")?)
+                };
+                out.push((id, r.try_get::<i64>("", "o_version")?));
             }
             Reply::Parents(out)
         }
@@ -179,19 +197,14 @@ pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, key: bool) -> Res
             let mut rows = Vec::new();
             for r in db.query_all_raw(s).await? {
                 version = Some(r.try_get::<i64>("", "o_version")?);
-                let id: Option<i64> = r.try_get("", "o_id")?;
-                let parent: Option<i64> = r.try_get("", "o_parent")?;
-                let position = if key {
-                    r.try_get::<Option<String>>("", "o_pos")?.map(Position::Key)
+                // an empty collection's row has null item columns
+                let empty = if wire.text {
+                    r.try_get::<Option<String>>("", "o_id")?.is_none()
                 } else {
-                    r.try_get::<Option<i64>>("", "o_pos")?.map(Position::Int)
+                    r.try_get::<Option<i64>>("", "o_id")?.is_none()
                 };
-                if let (Some(id), Some(parent), Some(position)) = (id, parent, position) {
-                    rows.push(Row {
-                        id,
-                        parent,
-                        position,
-                    });
+                if !empty {
+                    rows.push(item_row(&r, wire)?);
                 }
             }
             Reply::Listed { version, rows }
@@ -199,16 +212,29 @@ pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, key: bool) -> Res
     })
 }
 
+fn decode(e: ordered_core::sql::DecodeError) -> DbErr {
+    DbErr::Type(e.to_string())
+}
+
 /// An item row (`o_id`, `o_parent`, `o_pos`) of a query result.
-fn item_row(r: &sea_orm::QueryResult, key: bool) -> Result<Row, DbErr> {
-    let position = if key {
+fn item_row(r: &sea_orm::QueryResult, wire: Wire) -> Result<Row, DbErr> {
+    if wire.text {
+        return wire
+            .row(
+                &r.try_get::<String>("", "o_id")?,
+                &r.try_get::<String>("", "o_parent")?,
+                r.try_get::<String>("", "o_pos")?,
+            )
+            .map_err(decode);
+    }
+    let position = if wire.key {
         Position::Key(r.try_get::<String>("", "o_pos")?)
     } else {
         Position::Int(r.try_get::<i64>("", "o_pos")?)
     };
     Ok(Row {
-        id: r.try_get("", "o_id")?,
-        parent: r.try_get("", "o_parent")?,
+        id: Id::Int(r.try_get("", "o_id")?),
+        parent: Id::Int(r.try_get("", "o_parent")?),
         position,
     })
 }
@@ -221,7 +247,7 @@ fn item_row(r: &sea_orm::QueryResult, key: bool) -> Result<Row, DbErr> {
 async fn commit(txn: DatabaseTransaction, check: bool) -> Result<()> {
     let committed = if check {
         match txn.execute_unprepared("COMMIT").await {
-            Ok(_) => match run(&txn, &sql::galera::unchanged(), false).await {
+            Ok(_) => match run(&txn, &sql::galera::unchanged(), Wire::PLAIN).await {
                 Ok(Reply::Count(n)) => sql::galera::check_committed(n).map_err(Error::Ordering),
                 Ok(other) => Err(unexpected(&other)),
                 Err(e) => Err(Error::CommitUnknown(e)),
@@ -246,7 +272,7 @@ async fn commit(txn: DatabaseTransaction, check: bool) -> Result<()> {
 /// A read outside the library's transactions; on MySQL/MariaDB a causal read
 /// ([`sql::galera::causal`]), so that on a Galera node it sees every write the cluster
 /// committed before it, whichever node took them.
-async fn read<C: ConnectionTrait>(db: &C, stmt: &Statement, key: bool) -> Result<Reply> {
+async fn read<C: ConnectionTrait>(db: &C, stmt: &Statement, key: Wire) -> Result<Reply> {
     if db.get_database_backend() == DbBackend::MySql {
         match run(db, &sql::galera::causal(stmt), key).await {
             Err(e) if sql::galera::is_not_galera(&e.to_string()) => {}
@@ -262,7 +288,7 @@ async fn galera_probe<C: ConnectionTrait>(db: &C) -> Result<bool, DbErr> {
     if db.get_database_backend() != DbBackend::MySql {
         return Ok(false);
     }
-    match run(db, &sql::galera::probe(), false).await {
+    match run(db, &sql::galera::probe(), Wire::PLAIN).await {
         Ok(Reply::Count(on)) => Ok(on == 1),
         Ok(_) => Ok(false),
         Err(e) if sql::galera::is_not_galera(&e.to_string()) => Ok(false),
@@ -485,7 +511,7 @@ impl Ordering {
                             // on a node, statements may have escaped the transaction
                             // before the failure: then it is PartiallyApplied, not retried
                             let e = if galera {
-                                let unchanged = run(&txn, &sql::galera::unchanged(), false).await;
+                                let unchanged = run(&txn, &sql::galera::unchanged(), Wire::PLAIN).await;
                                 escaped(e, unchanged, locked)
                             } else {
                                 e
@@ -560,7 +586,7 @@ impl Ordering {
         H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
     {
         let d = dialect(txn.get_database_backend())?;
-        let key = self.s.is_key();
+        let key = self.s.wire();
         let mut op = self.s.operation(d, req);
         if galera {
             op = op.on_galera();
@@ -654,7 +680,7 @@ impl Ordering {
     pub async fn insert_with<C, T, F, H>(
         &self,
         db: &C,
-        parent: Id,
+        parent: impl Into<Id>,
         at: Placement,
         insert: F,
         before_commit: H,
@@ -665,6 +691,7 @@ impl Ordering {
         H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
         T: Send,
     {
+        let parent = parent.into();
         let (outcome, value) = self
             .execute(
                 db,
@@ -683,7 +710,7 @@ impl Ordering {
     pub async fn insert<C, T, F>(
         &self,
         db: &C,
-        parent: Id,
+        parent: impl Into<Id>,
         at: Placement,
         f: F,
     ) -> Result<Inserted<T>>
@@ -692,6 +719,7 @@ impl Ordering {
         F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
         T: Send,
     {
+        let parent = parent.into();
         let (outcome, value) = self
             .execute::<C, T, F, NoHook>(db, Request::Insert { parent, at }, Some(f), None)
             .await?;
@@ -723,7 +751,7 @@ impl Ordering {
     pub async fn insert_model<C, A>(
         &self,
         db: &C,
-        parent: Id,
+        parent: impl Into<Id>,
         at: Placement,
         model: A,
     ) -> Result<Inserted<<A::Entity as EntityTrait>::Model>>
@@ -733,6 +761,7 @@ impl Ordering {
         A::Entity: OrderedEntity,
         <A::Entity as EntityTrait>::Model: IntoActiveModel<A> + Send,
     {
+        let parent = parent.into();
         let id_column = self.s.spec.id;
         self.insert(db, parent, at, move |txn, slot| {
             let mut row = model.clone();
@@ -751,16 +780,65 @@ impl Ordering {
     }
 }
 
-/// The integer id of `model` in the column named `column`, if it has one.
+/// The id of `model` in the column named `column`, if it has one of the key types.
 fn model_id<E: EntityTrait>(model: &E::Model, column: &str) -> Option<Id> {
     use sea_orm::ModelTrait;
     let column = <E::Column as std::str::FromStr>::from_str(column).ok()?;
-    match model.get(column) {
-        Value::BigInt(Some(v)) => Some(v),
+    value_key(model.get(column))
+}
+
+/// The key a SeaORM value holds.
+pub(crate) fn value_key(v: Value) -> Option<Id> {
+    match v {
+        Value::BigInt(Some(v)) => Some(Id::Int(v)),
         Value::Int(Some(v)) => Some(v.into()),
         Value::SmallInt(Some(v)) => Some(v.into()),
+        Value::String(Some(s)) => Id::text(&s).ok(),
+        #[cfg(feature = "uuid")]
+        Value::Uuid(Some(u)) => Some(Id::Uuid(u)),
         _ => None,
     }
+}
+
+/// A key as a SeaORM value, for statements of your own (an outbox row naming a
+/// changed item): an integer as `BIGINT`, a UUID as `Uuid` (feature `uuid`; else its
+/// hyphenated text), a string as text.
+pub fn key_value(id: Id) -> Value {
+    key_values(id)
+        .into_iter()
+        .next()
+        .unwrap_or(Value::BigInt(None))
+}
+
+/// The SeaORM values a key can take, widest first: a column accepts the one of its
+/// own type (an integer key as `i64`, `i32` or `i16`).
+pub(crate) fn key_values(id: impl Into<Id>) -> Vec<Value> {
+    let id = id.into();
+    match id {
+        Id::Int(v) => {
+            let mut out = vec![Value::from(v)];
+            out.extend(i32::try_from(v).ok().map(Value::from));
+            out.extend(i16::try_from(v).ok().map(Value::from));
+            out
+        }
+        #[cfg(feature = "uuid")]
+        Id::Uuid(u) => vec![Value::from(u)],
+        #[cfg(not(feature = "uuid"))]
+        Id::Uuid(u) => vec![Value::from(u.hyphenated().to_string())],
+        Id::Text(s) => vec![Value::from(s.as_str())],
+    }
+}
+
+/// Sets `column` of `row` to the key `id`, in the value type the column takes.
+fn set_key<A: ActiveModelTrait>(row: &mut A, column: <A::Entity as EntityTrait>::Column, id: Id) -> Result<(), DbErr> {
+    let mut last = None;
+    for v in key_values(id) {
+        match row.try_set(column, v) {
+            Ok(()) => return Ok(()),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| DbErr::Type(format!("no value for the key {id}"))))
 }
 
 /// Sets the scope and position fields of `row` (the position as `i64`, or `i32` for
@@ -770,10 +848,7 @@ where
     A: ActiveModelTrait,
     A::Entity: OrderedEntity,
 {
-    row.try_set(
-        <A::Entity as OrderedEntity>::scope_column(),
-        slot.parent.into(),
-    )?;
+    set_key(row, <A::Entity as OrderedEntity>::scope_column(), slot.parent)?;
     let column = <A::Entity as OrderedEntity>::position_column();
     match &slot.position {
         Position::Key(k) => row.try_set(column, k.clone().into()),
@@ -870,9 +945,10 @@ write_ops! {
 
 impl Ordering {
     /// The items of `parent`, `ORDER BY position, id`.
-    pub async fn list<C: ConnectionTrait>(&self, db: &C, parent: Id) -> Result<Vec<Row>> {
+    pub async fn list<C: ConnectionTrait>(&self, db: &C, parent: impl Into<Id>) -> Result<Vec<Row>> {
+        let parent = self.s.scope_key(parent.into())?;
         let d = dialect(db.get_database_backend())?;
-        match read(db, &sql::list(d, &self.s.spec, parent), self.s.is_key()).await? {
+        match read(db, &sql::list(d, &self.s.spec, parent), self.s.wire()).await? {
             Reply::Rows(rows) => Ok(rows),
             other => Err(unexpected(&other)),
         }
@@ -883,21 +959,23 @@ impl Ordering {
     /// Send both to the client; it sends the version back with its next write
     /// ([`Ordering::expect_version`]), refused with
     /// [`ordered_core::Error::VersionConflict`] if anyone wrote in between.
-    pub async fn list_versioned<C: ConnectionTrait>(&self, db: &C, parent: Id) -> Result<Listing> {
+    pub async fn list_versioned<C: ConnectionTrait>(&self, db: &C, parent: impl Into<Id>) -> Result<Listing> {
+        let parent = self.s.scope_key(parent.into())?;
         let d = dialect(db.get_database_backend())?;
         let stmt = sql::list_versioned(d, &self.s.spec, parent);
-        let reply = read(db, &stmt, self.s.is_key()).await?;
+        let reply = read(db, &stmt, self.s.wire()).await?;
         Ok(Listing::from_reply(&self.s.spec, parent, reply)?)
     }
 
     /// The 0-based index of `item` in its list.
-    pub async fn index_of<C: ConnectionTrait>(&self, db: &C, item: Id) -> Result<u64> {
+    pub async fn index_of<C: ConnectionTrait>(&self, db: &C, item: impl Into<Id>) -> Result<u64> {
+        let item = self.s.item_key(item.into())?;
         let d = dialect(db.get_database_backend())?;
         let item_read = ordered_core::plan::Read::Item { id: item };
         let row = match read(
             db,
             &sql::read(d, &self.s.spec, &item_read, false),
-            self.s.is_key(),
+            self.s.wire(),
         )
         .await?
         {
@@ -908,7 +986,7 @@ impl Ordering {
         match run(
             db,
             &sql::count_before(d, &self.s.spec, row.parent, &row.position),
-            self.s.is_key(),
+            self.s.wire(),
         )
         .await?
         {
@@ -919,7 +997,8 @@ impl Ordering {
 
     /// Checks `parent`'s collection: duplicates, out-of-domain positions, over-long
     /// keys, and that the database returns them in byte order.
-    pub async fn verify<C: ConnectionTrait>(&self, db: &C, parent: Id) -> Result<Report> {
+    pub async fn verify<C: ConnectionTrait>(&self, db: &C, parent: impl Into<Id>) -> Result<Report> {
+        let parent = parent.into();
         let rows = self.list(db, parent).await?;
         Ok(ordered_core::verify(&self.s.spec, &rows))
     }
@@ -938,7 +1017,7 @@ impl Ordering {
     /// duplicate, as its unique-constraint part only.
     async fn schema<C: ConnectionTrait>(&self, db: &C, unique_only: bool) -> Result<()> {
         let d = dialect(db.get_database_backend())?;
-        match run(db, &sql::schema_probe(d, &self.s.spec), false).await? {
+        match run(db, &sql::schema_probe(d, &self.s.spec), Wire::PLAIN).await? {
             Reply::Count(n) if unique_only => {
                 Ok(ordered_core::verify::check_unique(d, &self.s.spec, n)?)
             }
@@ -958,7 +1037,7 @@ impl Ordering {
         }
         let d = dialect(db.get_database_backend())?;
         let stmt = sql::probe_key_order(d, &self.s.spec, ordered_core::verify::KEY_ORDER_PROBES);
-        match run(db, &stmt, true).await? {
+        match run(db, &stmt, self.s.wire()).await? {
             Reply::Rows(rows) => Ok(ordered_core::check_key_order(&self.s.spec, &rows)?),
             other => Err(unexpected(&other)),
         }

@@ -62,6 +62,8 @@ async fn derived_entity_playlist_scenario() {
         exec(&db, &format!("DROP TABLE IF EXISTS {}", q("sea_playlists"))).await;
         let parent_spec = Spec {
             parent_id: "id",
+            id_type: ordered_core::KeyType::Int,
+            parent_type: ordered_core::KeyType::Int,
             ..spec
         };
         for m in [
@@ -88,10 +90,10 @@ async fn derived_entity_playlist_scenario() {
         let mut made = BTreeMap::new();
         for title in ["Intro", "Demo", "Credits"] {
             let m = track::Entity::ordering()
-                .insert_last(&db, 1, |txn, slot| {
+                .insert_last(&db, ordered_seaorm::Id::Int(1), |txn, slot| {
                     Box::pin(async move {
                         track::ActiveModel {
-                            playlist_id: Set(slot.parent),
+                            playlist_id: Set(slot.scope()?),
                             title: Set(title.to_owned()),
                             position: Set(slot.int()?),
                             ..Default::default()
@@ -107,20 +109,20 @@ async fn derived_entity_playlist_scenario() {
         }
         let o = track::Entity::ordering();
         let moved = o
-            .move_before(&db, made["Credits"], made["Demo"])
+            .move_before(&db, ordered_seaorm::Id::Int(made["Credits"]), ordered_seaorm::Id::Int(made["Demo"]))
             .await
             .unwrap();
         assert_eq!(moved.rows_written, 1);
         let setup = o
             .insert_between(
                 &db,
-                1,
-                Some(made["Credits"]),
-                Some(made["Demo"]),
+                ordered_seaorm::Id::Int(1),
+                Some(ordered_seaorm::Id::Int(made["Credits"])),
+                Some(ordered_seaorm::Id::Int(made["Demo"])),
                 |txn, slot| {
                     Box::pin(async move {
                         track::ActiveModel {
-                            playlist_id: Set(slot.parent),
+                            playlist_id: Set(slot.scope()?),
                             title: Set("Setup".to_owned()),
                             position: Set(slot.int()?),
                             ..Default::default()
@@ -134,16 +136,16 @@ async fn derived_entity_playlist_scenario() {
             .unwrap()
             .value;
         assert_eq!(
-            ids(&db, spec, 1).await,
+            ids(&db, spec, ordered_seaorm::Id::Int(1)).await,
             [made["Intro"], made["Credits"], setup.id, made["Demo"]],
             "{engine}"
         );
         let stale = o
             .move_between(
                 &db,
-                made["Intro"],
-                Some(made["Credits"]),
-                Some(made["Demo"]),
+                ordered_seaorm::Id::Int(made["Intro"]),
+                Some(ordered_seaorm::Id::Int(made["Credits"])),
+                Some(ordered_seaorm::Id::Int(made["Demo"])),
             )
             .await
             .unwrap_err();
@@ -154,8 +156,8 @@ async fn derived_entity_playlist_scenario() {
             ),
             "{engine}: {stale}"
         );
-        o.rebalance(&db, 1).await.unwrap();
-        let pos: Vec<Position> = sound(&db, spec, 1)
+        o.rebalance(&db, ordered_seaorm::Id::Int(1)).await.unwrap();
+        let pos: Vec<Position> = sound(&db, spec, ordered_seaorm::Id::Int(1))
             .await
             .into_iter()
             .map(|r| r.position)
@@ -174,17 +176,17 @@ async fn every_operation_and_stale_requests() {
             let test = format!("ops_{sname}");
             let db = connect(engine, &url, &test).await;
             let spec = spec_for(&test, strategy, RebalancePolicy::Window);
-            reset(&db, &spec, &[1, 2]).await;
+            reset(&db, &spec, &[ordered_seaorm::Id::Int(1), ordered_seaorm::Id::Int(2)]).await;
             let o = Ordering::new(spec);
-            let a = add(&db, spec, 1, Placement::Last, "a").await;
-            let b = add(&db, spec, 1, Placement::First, "b").await;
-            let d = add(&db, spec, 1, Placement::After(a), "d").await;
-            let e = add(&db, spec, 1, Placement::Before(a), "e").await;
-            let f = add(&db, spec, 1, Placement::Index(2), "f").await;
+            let a = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "a").await;
+            let b = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::First, "b").await;
+            let d = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::After(a), "d").await;
+            let e = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Before(a), "e").await;
+            let f = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Index(2), "f").await;
             let g = add(
                 &db,
                 spec,
-                1,
+                ordered_seaorm::Id::Int(1),
                 Placement::Between {
                     prev: Some(f),
                     next: Some(a),
@@ -192,7 +194,7 @@ async fn every_operation_and_stale_requests() {
                 "g",
             )
             .await;
-            assert_eq!(ids(&db, spec, 1).await, [b, e, f, g, a, d]);
+            assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [b, e, f, g, a, d]);
             o.move_after(&db, b, d).await.unwrap();
             o.move_to_start(&db, d).await.unwrap();
             o.move_to_end(&db, e).await.unwrap();
@@ -202,28 +204,28 @@ async fn every_operation_and_stale_requests() {
             o.move_down(&db, a).await.unwrap();
             o.swap(&db, f, e).await.unwrap();
             assert_eq!(
-                ids(&db, spec, 1).await,
+                ids(&db, spec, ordered_seaorm::Id::Int(1)).await,
                 [e, a, g, b, d, f],
                 "{engine} {sname}"
             );
             assert_eq!(o.index_of(&db, b).await.unwrap(), 3);
-            o.move_to_parent(&db, g, 2, Placement::First).await.unwrap();
+            o.move_to_parent(&db, g, ordered_seaorm::Id::Int(2), Placement::First).await.unwrap();
             o.remove(&db, d).await.unwrap();
-            let out = o.reorder(&db, 1, &[f, e, a, b]).await.unwrap();
+            let out = o.reorder(&db, ordered_seaorm::Id::Int(1), &[f, e, a, b]).await.unwrap();
             assert_eq!(out.rows_written, 1);
-            assert_eq!(ids(&db, spec, 1).await, [f, e, a, b]);
-            assert_eq!(ids(&db, spec, 2).await, [g]);
-            sound(&db, spec, 1).await;
+            assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [f, e, a, b]);
+            assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(2)).await, [g]);
+            sound(&db, spec, ordered_seaorm::Id::Int(1)).await;
             // stale and bad requests: typed, and nothing changes
             let before = o.list(&db, 1).await.unwrap();
             let cases: Vec<(Result<ordered_seaorm::Outcome, Error>, OrderingError)> = vec![
                 (
-                    o.move_before(&db, 999, a).await,
-                    OrderingError::NotFound { id: 999 },
+                    o.move_before(&db, ordered_seaorm::Id::Int(999), a).await,
+                    OrderingError::NotFound { id: ordered_seaorm::Id::Int(999) },
                 ),
                 (
                     o.move_after(&db, a, g).await,
-                    OrderingError::NotInCollection { id: g, parent: 1 },
+                    OrderingError::NotInCollection { id: g, parent: ordered_seaorm::Id::Int(1) },
                 ),
                 (
                     o.move_after(&db, a, a).await,
@@ -243,7 +245,7 @@ async fn every_operation_and_stale_requests() {
                 (
                     o.clone().expect_version(0).move_to_end(&db, a).await,
                     OrderingError::VersionConflict {
-                        parent: 1,
+                        parent: ordered_seaorm::Id::Int(1),
                         expected: 0,
                         actual: 17,
                     },
@@ -258,12 +260,12 @@ async fn every_operation_and_stale_requests() {
                 );
             }
             let missing = o
-                .insert_last(&db, 77, inserter(spec, "x".into()))
+                .insert_last(&db, ordered_seaorm::Id::Int(77), inserter(spec, "x".into()))
                 .await
                 .unwrap_err();
             assert_eq!(
                 missing.ordering(),
-                Some(&OrderingError::ParentNotFound { parent: 77 })
+                Some(&OrderingError::ParentNotFound { parent: ordered_seaorm::Id::Int(77) })
             );
             assert_eq!(o.list(&db, 1).await.unwrap(), before, "{engine} {sname}");
         }
@@ -280,10 +282,10 @@ async fn eight_tasks_hundred_moves_into_one_gap() {
             let test = format!("conc_{sname}");
             let db = connect(engine, &url, &test).await;
             let spec = spec_for(&test, strategy, RebalancePolicy::Window);
-            reset(&db, &spec, &[1]).await;
+            reset(&db, &spec, &[ordered_seaorm::Id::Int(1)]).await;
             let mut items = Vec::new();
             for i in 0..40 {
-                items.push(add(&db, spec, 1, Placement::Last, &format!("i{i}")).await);
+                items.push(add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, &format!("i{i}")).await);
             }
             let anchor = items[0];
             let outcomes = Arc::new(Mutex::new(BTreeMap::<&'static str, u64>::new()));
@@ -312,7 +314,7 @@ async fn eight_tasks_hundred_moves_into_one_gap() {
             let outcomes = outcomes.lock().unwrap().clone();
             let ok = outcomes.get("ok").copied().unwrap_or(0);
             assert!(ok >= 720, "{engine} {sname}: {outcomes:?}");
-            let rows = sound(&db, spec, 1).await;
+            let rows = sound(&db, spec, ordered_seaorm::Id::Int(1)).await;
             let mut got: Vec<Id> = rows.iter().map(|r| r.id).collect();
             assert_eq!(got[0], anchor);
             got.sort_unstable();
@@ -386,10 +388,10 @@ async fn schema_manager_migrations_up_down_up() {
             add_ordering(&manager, &spec, Backfill::By(&["id"]))
                 .await
                 .unwrap();
-            assert_eq!(ids(&db, spec, 1).await, [1, 2, 3], "{engine} {sname}");
-            sound(&db, spec, 1).await;
-            Ordering::new(spec).move_to_start(&db, 3).await.unwrap();
-            assert_eq!(ids(&db, spec, 1).await, [3, 1, 2]);
+            assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [1, 2, 3], "{engine} {sname}");
+            sound(&db, spec, ordered_seaorm::Id::Int(1)).await;
+            Ordering::new(spec).move_to_start(&db, ordered_seaorm::Id::Int(3)).await.unwrap();
+            assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [3, 1, 2]);
             drop_ordering(&manager, &spec).await.unwrap();
             if sname == "gapped" {
                 // the app's own integer column, taken over with its order (2, 0, 1)
@@ -415,8 +417,8 @@ async fn schema_manager_migrations_up_down_up() {
                     .await;
                 }
                 adopt_ordering(&manager, &spec, &[]).await.unwrap();
-                assert_eq!(ids(&db, spec, 1).await, [2, 3, 1], "{engine} adopted");
-                sound(&db, spec, 1).await;
+                assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [2, 3, 1], "{engine} adopted");
+                sound(&db, spec, ordered_seaorm::Id::Int(1)).await;
             }
         }
     }
@@ -427,12 +429,12 @@ async fn inside_the_callers_transaction() {
     for (engine, url) in engines() {
         let db = connect(engine, &url, "nested").await;
         let spec = spec_for("nested", &GAPPED, RebalancePolicy::Window);
-        reset(&db, &spec, &[1]).await;
-        let a = add(&db, spec, 1, Placement::Last, "a").await;
-        let b = add(&db, spec, 1, Placement::Last, "b").await;
+        reset(&db, &spec, &[ordered_seaorm::Id::Int(1)]).await;
+        let a = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "a").await;
+        let b = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "b").await;
         let txn = db.begin().await.unwrap();
         Ordering::new(spec).move_to_start(&txn, b).await.unwrap();
-        assert_eq!(ids(&txn, spec, 1).await, [b, a]);
+        assert_eq!(ids(&txn, spec, ordered_seaorm::Id::Int(1)).await, [b, a]);
         // a refusal leaves the caller's transaction usable
         let e = Ordering::new(spec).swap(&txn, a, a).await.unwrap_err();
         assert!(matches!(
@@ -440,10 +442,10 @@ async fn inside_the_callers_transaction() {
             Some(OrderingError::SelfReference { .. })
         ));
         txn.rollback().await.unwrap();
-        assert_eq!(ids(&db, spec, 1).await, [a, b], "{engine}");
+        assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [a, b], "{engine}");
         let txn = db.begin().await.unwrap();
         Ordering::new(spec).move_to_start(&txn, b).await.unwrap();
         txn.commit().await.unwrap();
-        assert_eq!(ids(&db, spec, 1).await, [b, a], "{engine}");
+        assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [b, a], "{engine}");
     }
 }

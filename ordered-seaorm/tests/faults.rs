@@ -51,9 +51,9 @@ async fn lost_connections_are_replaced_or_reported() {
         }
         let db = connect(engine, &url, "faults").await;
         let spec = spec_for("faults", &GAPPED, RebalancePolicy::Window);
-        reset(&db, &spec, &[1]).await;
-        let a = add(&db, spec, 1, Placement::Last, "a").await;
-        let b = add(&db, spec, 1, Placement::Last, "b").await;
+        reset(&db, &spec, &[ordered_seaorm::Id::Int(1)]).await;
+        let a = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "a").await;
+        let b = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "b").await;
 
         // 1. between operations: the pool's only connection dies; the next operation
         // gets a new one
@@ -69,7 +69,7 @@ async fn lost_connections_are_replaced_or_reported() {
             id,
             "{engine}: the dead connection was kept"
         );
-        assert_eq!(ids(&db, spec, 1).await, [b, a]);
+        assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [b, a]);
 
         // 2. inside the caller's transaction: ConnectionLost, and nothing applied
         let txn = pool.begin().await.unwrap();
@@ -86,12 +86,12 @@ async fn lost_connections_are_replaced_or_reported() {
         assert!(err.to_string().contains("reconnect"), "{engine}: {err}");
         let _ = txn.rollback().await;
         assert_eq!(
-            ids(&db, spec, 1).await,
+            ids(&db, spec, ordered_seaorm::Id::Int(1)).await,
             [b, a],
             "{engine}: something was applied"
         );
         // and the pool serves the retry on a new connection
         Ordering::new(spec).move_to_start(&pool, a).await.unwrap();
-        assert_eq!(ids(&db, spec, 1).await, [a, b]);
+        assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [a, b]);
     }
 }

@@ -15,7 +15,9 @@ use std::time::Instant;
 use common::*;
 use ordered_seaorm::__private::{Request, Statement as CoreStatement};
 use ordered_seaorm::sql::Returns;
-use ordered_seaorm::{Dialect, Error, Ordering, OrderingError, Placement, RebalancePolicy, Spec};
+use ordered_seaorm::{
+    Dialect, Error, Id, Ordering, OrderingError, Placement, RebalancePolicy, Spec,
+};
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement};
 
 fn nodes() -> Option<Vec<String>> {
@@ -53,13 +55,13 @@ async fn a_spec_without_a_version_column_is_refused_on_a_node() {
     let Some(urls) = nodes() else { return };
     let db = node(&urls[0]).await;
     let spec = spec_for("gal_nover", &GAPPED, RebalancePolicy::Window);
-    reset(&db, &spec, &[1]).await;
+    reset(&db, &spec, &[ordered_seaorm::Id::Int(1)]).await;
     let bare = Spec {
         version: None,
         ..spec
     };
     let err = Ordering::new(bare)
-        .insert_last(&db, 1, inserter(bare, "a".into()))
+        .insert_last(&db, ordered_seaorm::Id::Int(1), inserter(bare, "a".into()))
         .await
         .unwrap_err();
     assert_eq!(
@@ -69,11 +71,11 @@ async fn a_spec_without_a_version_column_is_refused_on_a_node() {
         }),
         "{err}"
     );
-    assert!(ids(&db, spec, 1).await.is_empty());
+    assert!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await.is_empty());
     // with its version column the same table runs, and lists at once on another node
-    let id = add(&db, spec, 1, Placement::Last, "a").await;
+    let id = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "a").await;
     let other = node(&urls[1]).await;
-    assert_eq!(ids(&other, spec, 1).await, [id]);
+    assert_eq!(ids(&other, spec, ordered_seaorm::Id::Int(1)).await, [id]);
 }
 
 fn log_version(_: Dialect, _: &Spec, _: &Request) -> CoreStatement {
@@ -90,12 +92,12 @@ async fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() 
     let Some(urls) = nodes() else { return };
     let db = node(&urls[0]).await;
     let spec = spec_for("gal_multi", &GAPPED, RebalancePolicy::Window);
-    reset(&db, &spec, &[1]).await;
+    reset(&db, &spec, &[ordered_seaorm::Id::Int(1)]).await;
     exec(&db, "DROP TABLE IF EXISTS s_gal_log").await;
     exec(&db, "CREATE TABLE s_gal_log (op BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, v BIGINT NOT NULL, in_tx INT NOT NULL)").await;
     let mut seeded = Vec::new();
     for i in 0..32 {
-        seeded.push(add(&db, spec, 1, Placement::Last, &format!("s{i}")).await);
+        seeded.push(add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, &format!("s{i}")).await);
     }
     let v0 = count(
         &db,
@@ -120,7 +122,7 @@ async fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() 
                 let a = (rng % 32) as usize;
                 let anchor = seeded[a];
                 let r = if rng % 5 < 2 {
-                    o.insert_after(&db, 1, anchor, inserter(spec, "w".into()))
+                    o.insert_after(&db, ordered_seaorm::Id::Int(1), anchor, inserter(spec, "w".into()))
                         .await
                         .map(|i| {
                             (
@@ -165,7 +167,7 @@ async fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() 
     }
     let elapsed = started.elapsed();
     let rows = Ordering::new(spec).list(&db, 1).await.unwrap();
-    let present: BTreeSet<i64> = rows.iter().map(|r| r.id).collect();
+    let present: BTreeSet<Id> = rows.iter().map(|r| r.id).collect();
     let final_version = count(
         &db,
         "SELECT CAST(version AS SIGNED) AS n FROM s_gal_multi_p WHERE id = 1",
@@ -207,7 +209,7 @@ async fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() 
     let partial = errors.get("PartiallyApplied").copied().unwrap_or(0);
     assert!(escaped <= partial, "{escaped} escaped, {partial} reported");
     if partial > 0 {
-        Ordering::new(spec).heal(&db, 1).await.unwrap();
+        Ordering::new(spec).heal(&db, ordered_seaorm::Id::Int(1)).await.unwrap();
     }
     let report = Ordering::new(spec).verify(&db, 1).await.unwrap();
     assert!(report.is_ok(), "{report:?}");

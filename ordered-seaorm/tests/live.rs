@@ -104,7 +104,7 @@ async fn bump_to_top<E: OrderedEntity, C: OrderedConnection>(
     db: &C,
     item: i64,
 ) -> Result<u64, Error> {
-    Ok(E::ordering().move_to_start(db, item).await?.rows_written)
+    Ok(E::ordering().move_to_start(db, ordered_seaorm::Id::Int(item)).await?.rows_written)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -144,7 +144,7 @@ async fn a_live_board_on_every_engine() {
             .unwrap()
             .value;
         let c = cards
-            .insert_model(&db, 1, Placement::Before(b.id), card("c"))
+            .insert_model(&db, 1, Placement::Before(ordered_seaorm::Id::Int(b.id)), card("c"))
             .await
             .unwrap()
             .value;
@@ -156,10 +156,10 @@ async fn a_live_board_on_every_engine() {
             .await
             .unwrap();
         let plain = cards
-            .insert_last(&db, 2, |txn, slot| {
+            .insert_last(&db, ordered_seaorm::Id::Int(2), |txn, slot| {
                 let mut row = card("y");
                 Box::pin(async move {
-                    row.column_id = Set(slot.parent);
+                    row.column_id = Set(slot.scope()?);
                     row.position = Set(slot.int()?);
                     row.insert(txn).await
                 })
@@ -189,8 +189,8 @@ async fn a_live_board_on_every_engine() {
             .apply(
                 &db,
                 Request::MoveToParent {
-                    item: c.id,
-                    parent: 2,
+                    item: ordered_seaorm::Id::Int(c.id),
+                    parent: ordered_seaorm::Id::Int(2),
                     at: Placement::Last,
                 },
                 |txn, changes| {
@@ -211,7 +211,7 @@ async fn a_live_board_on_every_engine() {
         assert_eq!(moved.changes.rows.len(), 1);
         assert_eq!(
             (moved.changes.rows[0].id, moved.changes.rows[0].parent),
-            (c.id, 2)
+            (ordered_seaorm::Id::from(c.id), ordered_seaorm::Id::Int(2))
         );
         assert_eq!(
             moved.changes.versions.len(),
@@ -224,7 +224,7 @@ async fn a_live_board_on_every_engine() {
             .apply(
                 &db,
                 Request::Move {
-                    item: b.id,
+                    item: ordered_seaorm::Id::Int(b.id),
                     at: Placement::First,
                 },
                 |txn, _| {
@@ -258,13 +258,13 @@ async fn a_live_board_on_every_engine() {
         cards
             .clone()
             .expect_version(v)
-            .move_before(&db, b.id, a.value.id)
+            .move_before(&db, ordered_seaorm::Id::Int(b.id), ordered_seaorm::Id::Int(a.value.id))
             .await
             .unwrap();
         let stale = cards
             .clone()
             .expect_version(v)
-            .move_before(&db, a.value.id, b.id)
+            .move_before(&db, ordered_seaorm::Id::Int(a.value.id), ordered_seaorm::Id::Int(b.id))
             .await
             .unwrap_err();
         assert_eq!(
@@ -285,14 +285,14 @@ async fn a_live_board_on_every_engine() {
         assert_eq!(
             refusal(&as_db),
             Some(&OrderingError::VersionConflict {
-                parent: 1,
+                parent: ordered_seaorm::Id::Int(1),
                 expected: v,
                 actual: v + 1
             })
         );
         assert!(refusal(&DbErr::Custom("other".into())).is_none());
         let stale_move = cards
-            .move_between(&db, a.value.id, Some(a.value.id), None)
+            .move_between(&db, ordered_seaorm::Id::Int(a.value.id), Some(ordered_seaorm::Id::Int(a.value.id)), None)
             .await
             .unwrap_err();
         assert_eq!(stale_move.code(), "self_reference");
@@ -352,8 +352,8 @@ async fn a_deferred_sqlite_transaction_gets_a_typed_error_and_begin_avoids_it() 
     // connection commits, and the deferred transaction can no longer take the write lock
     let deferred = db.begin().await.unwrap();
     assert_eq!(titles(&deferred, 1).await, ["a", "b"]);
-    cards.move_to_start(&db, b.id).await.unwrap();
-    let e = cards.move_to_start(&deferred, a.id).await.unwrap_err();
+    cards.move_to_start(&db, ordered_seaorm::Id::Int(b.id)).await.unwrap();
+    let e = cards.move_to_start(&deferred, ordered_seaorm::Id::Int(a.id)).await.unwrap_err();
     assert!(matches!(e, Error::SqliteDeferred(_)), "{e:?}");
     assert!(e.is_retryable());
     assert!(e.to_string().contains("ordered_seaorm::begin"), "{e}");
@@ -366,9 +366,9 @@ async fn a_deferred_sqlite_transaction_gets_a_typed_error_and_begin_avoids_it() 
     let other = {
         let db = db.clone();
         let cards = cards.clone();
-        tokio::spawn(async move { cards.move_to_start(&db, b.id).await })
+        tokio::spawn(async move { cards.move_to_start(&db, ordered_seaorm::Id::Int(b.id)).await })
     };
-    cards.move_to_start(&immediate, a.id).await.unwrap();
+    cards.move_to_start(&immediate, ordered_seaorm::Id::Int(a.id)).await.unwrap();
     immediate.commit().await.unwrap();
     other.await.unwrap().unwrap();
     assert_eq!(titles(&db, 1).await, ["b", "a"]);

@@ -152,11 +152,11 @@ async fn check_versions(
         start.insert(i, item);
     }
     assert_eq!(
-        ids(db, spec, 1).await,
+        ids(db, spec, ordered_seaorm::Id::Int(1)).await,
         start,
         "{label}: differs from the replay"
     );
-    sound(db, spec, 1).await;
+    sound(db, spec, ordered_seaorm::Id::Int(1)).await;
 }
 
 /// C1 and C2 through a shared pool: N tasks x M inserts "after A", then N x M moves of
@@ -165,11 +165,11 @@ async fn hot_gap(engine: &str, url: &str, report: &mut Vec<String>) {
     let (n, m) = sizes(engine);
     let db = connect(engine, url, "rel_hot").await;
     let spec = spec_for("rel_hot", &GAP16, RebalancePolicy::Window);
-    reset(&db, &spec, &[1]).await;
-    let a = add(&db, spec, 1, Placement::Last, "A").await;
-    let b = add(&db, spec, 1, Placement::Last, "B").await;
+    reset(&db, &spec, &[ordered_seaorm::Id::Int(1)]).await;
+    let a = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "A").await;
+    let b = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "B").await;
     for moves in [false, true] {
-        let start = ids(&db, spec, 1).await;
+        let start = ids(&db, spec, ordered_seaorm::Id::Int(1)).await;
         let items: Vec<Id> = start[1..start.len() - 1].to_vec();
         let ops = Arc::new(Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
@@ -195,7 +195,7 @@ async fn hot_gap(engine: &str, url: &str, report: &mut Vec<String>) {
                             .await
                             .map(|r| (r, item, at))
                     } else {
-                        o.insert_after(&db, 1, a, inserter(spec, format!("x{w}-{i}")))
+                        o.insert_after(&db, ordered_seaorm::Id::Int(1), a, inserter(spec, format!("x{w}-{i}")))
                             .await
                             .map(|r| (r.outcome, r.value, Placement::After(a)))
                     };
@@ -238,9 +238,9 @@ async fn hot_gap(engine: &str, url: &str, report: &mut Vec<String>) {
 async fn same_version(engine: &str, url: &str, report: &mut Vec<String>) {
     let db = connect(engine, url, "rel_s5").await;
     let spec = spec_for("rel_s5", &GAP16, RebalancePolicy::Window);
-    reset(&db, &spec, &[1]).await;
-    let a = add(&db, spec, 1, Placement::Last, "a").await;
-    let b = add(&db, spec, 1, Placement::Last, "b").await;
+    reset(&db, &spec, &[ordered_seaorm::Id::Int(1)]).await;
+    let a = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "a").await;
+    let b = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "b").await;
     let mut tally = Tally::default();
     for round in 0..30 {
         let v = ids_version(&db, spec).await;
@@ -317,10 +317,10 @@ async fn callers_txn(engine: &str, url: &str, report: &mut Vec<String>) {
     }
     let db = connect(engine, url, "rel_e3").await;
     let spec = spec_for("rel_e3", &GAP16, RebalancePolicy::Window);
-    reset(&db, &spec, &[1]).await;
-    let a = add(&db, spec, 1, Placement::Last, "A").await;
-    add(&db, spec, 1, Placement::Last, "B").await;
-    let start = ids(&db, spec, 1).await;
+    reset(&db, &spec, &[ordered_seaorm::Id::Int(1)]).await;
+    let a = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "A").await;
+    add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "B").await;
+    let start = ids(&db, spec, ordered_seaorm::Id::Int(1)).await;
     let ops = Arc::new(Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for w in 0..2 {
@@ -337,9 +337,9 @@ async fn callers_txn(engine: &str, url: &str, report: &mut Vec<String>) {
                         )
                         .await
                         .unwrap();
-                    let _ = ids(&txn, spec, 1).await;
+                    let _ = ids(&txn, spec, ordered_seaorm::Id::Int(1)).await;
                     let r = Ordering::new(spec)
-                        .insert_after(&txn, 1, a, inserter(spec, format!("w{w}-{i}")))
+                        .insert_after(&txn, ordered_seaorm::Id::Int(1), a, inserter(spec, format!("w{w}-{i}")))
                         .await;
                     match r {
                         Ok(r) => {
@@ -400,10 +400,10 @@ async fn killed(engine: &str, url: &str, report: &mut Vec<String>) {
     }
     let db = connect(engine, url, "rel_c5").await;
     let spec = spec_for("rel_c5", &TIGHT_WHOLE, RebalancePolicy::Whole);
-    reset(&db, &spec, &[1]).await;
-    let a = add(&db, spec, 1, Placement::Last, "A").await;
+    reset(&db, &spec, &[ordered_seaorm::Id::Int(1)]).await;
+    let a = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "A").await;
     for i in 0..30 {
-        add(&db, spec, 1, Placement::Last, &format!("i{i}")).await;
+        add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, &format!("i{i}")).await;
     }
     PAUSED.store(false, AtomicOrdering::SeqCst);
     WRITER.store(0, AtomicOrdering::SeqCst);
@@ -441,7 +441,7 @@ async fn killed(engine: &str, url: &str, report: &mut Vec<String>) {
                 });
             for i in 0..64 {
                 let r = o
-                    .insert_after(&db, 1, a, inserter(spec, format!("r{i}")))
+                    .insert_after(&db, ordered_seaorm::Id::Int(1), a, inserter(spec, format!("r{i}")))
                     .await?;
                 if r.outcome.relabelled > 0 {
                     return Ok(r.outcome);
@@ -476,7 +476,7 @@ async fn killed(engine: &str, url: &str, report: &mut Vec<String>) {
         snapshot,
         "seaorm {engine}: the relabel was not rolled back whole"
     );
-    sound(&db, spec, 1).await;
+    sound(&db, spec, ordered_seaorm::Id::Int(1)).await;
     let mut tally = Tally::default();
     tally.error(&e);
     tally.lat.push(started.elapsed());

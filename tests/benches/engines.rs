@@ -64,6 +64,8 @@ fn spec(tag: &str, strategy: &'static dyn PositionStrategy) -> Spec {
         position: "position",
         parent_table: leak(format!("b_{tag}_p")),
         parent_id: "id",
+        id_type: ordered_core::KeyType::Int,
+        parent_type: ordered_core::KeyType::Int,
         version: Some("version"),
         unique: None,
         strategy,
@@ -101,7 +103,7 @@ fn exec<C: BenchConn>(c: &mut C, s: &str) {
 }
 
 /// Fresh tables with `parents` parents and `n` items in parent 1, evenly spread.
-fn prepare<C: BenchConn>(c: &mut C, s: &Spec, n: usize, parents: Id) -> Vec<Id> {
+fn prepare<C: BenchConn>(c: &mut C, s: &Spec, n: usize, parents: i64) -> Vec<Id> {
     let d = C::DIALECT;
     let q = |x: &str| sql::quote(d, x);
     exec(c, &format!("DROP TABLE IF EXISTS {}", q(s.table)));
@@ -168,7 +170,7 @@ fn insert_row<C: BenchConn>(c: &mut C, s: &Spec, slot: &Slot) -> diesel::QueryRe
         q("parent_id"),
         q("position")
     );
-    let args = vec![Arg::I64(slot.parent), (&slot.position).into()];
+    let args = vec![Arg::I64(slot.scope::<i64>()?), (&slot.position).into()];
     if d == Dialect::Mysql {
         // Diesel's MySQL connection reads no rows from `INSERT ... RETURNING` (a prepared
         // statement without result metadata), and LAST_INSERT_ID() would be a statement
@@ -179,7 +181,7 @@ fn insert_row<C: BenchConn>(c: &mut C, s: &Spec, slot: &Slot) -> diesel::QueryRe
                 args,
                 returns: Returns::Nothing,
             },
-            false,
+            ordered_core::Wire::PLAIN,
         )?;
         return Ok(());
     }
@@ -190,7 +192,7 @@ fn insert_row<C: BenchConn>(c: &mut C, s: &Spec, slot: &Slot) -> diesel::QueryRe
             args,
             returns: Returns::Count,
         },
-        false,
+        ordered_core::Wire::PLAIN,
     )?;
     if let ordered_core::Reply::Count(id) = reply {
         slot.inserted_id(id);
@@ -522,10 +524,10 @@ fn seaorm_insert(
                     q("parent_id"),
                     q("position")
                 ),
-                args: vec![Arg::I64(slot.parent), (&slot.position).into()],
+                args: vec![Arg::I64(slot.scope::<i64>()?), (&slot.position).into()],
                 returns: Returns::Nothing,
             };
-            ordered_seaorm::__private::run(txn, &st, false).await?;
+            ordered_seaorm::__private::run(txn, &st, ordered_core::Wire::PLAIN).await?;
             Ok(())
         })
     }
@@ -563,13 +565,13 @@ fn seaorm_rows<C: BenchConn>(
                     let t = Instant::now();
                     let out = match workload {
                         "random" => {
-                            o.insert_after(&db, 1, ids[rng.below(ids.len())], seaorm_insert(s))
+                            o.insert_after(&db, ordered_core::Id::Int(1), ids[rng.below(ids.len())], seaorm_insert(s))
                                 .await
                                 .unwrap()
                                 .outcome
                         }
                         "hot gap" => {
-                            o.insert_after(&db, 1, hot, seaorm_insert(s))
+                            o.insert_after(&db, ordered_core::Id::Int(1), hot, seaorm_insert(s))
                                 .await
                                 .unwrap()
                                 .outcome
@@ -624,10 +626,10 @@ fn async_insert<A: ordered_diesel::async_diesel::AsyncOrderedConnection>(
                     q("parent_id"),
                     q("position")
                 ),
-                args: vec![Arg::I64(slot.parent), (&slot.position).into()],
+                args: vec![Arg::I64(slot.scope::<i64>()?), (&slot.position).into()],
                 returns: Returns::Nothing,
             };
-            c.run(&st, false).await?;
+            c.run(&st, ordered_core::Wire::PLAIN).await?;
             Ok(())
         })
     }
@@ -826,7 +828,7 @@ fn matrix<C: BenchConn>(
     let per = if quick { 10 } else { 50 };
     let spread = format!("{writers} parents");
     let mut ours_hot = 0.0;
-    for (label, parents) in [(spread.as_str(), writers as Id), ("one parent", 1)] {
+    for (label, parents) in [(spread.as_str(), writers as i64), ("one parent", 1)] {
         let s = spec("w", &GAPPED);
         prepare(&mut c, &s, 10, parents);
         let t = Instant::now();
@@ -835,7 +837,7 @@ fn matrix<C: BenchConn>(
                 let url = url.to_owned();
                 sc.spawn(move || {
                     let mut c = C::open(&url);
-                    let parent = 1 + (w as Id % parents);
+                    let parent = 1 + (w as i64 % parents);
                     for _ in 0..per {
                         Ordering::new(s)
                             .insert_last(&mut c, parent, |c, slot| insert_row(c, &s, &slot))

@@ -1,17 +1,78 @@
-//! The scripted scenarios both adapters run (see `tests/conformance.rs`).
+//! The scripted scenarios both adapters run (see `tests/conformance.rs`), each on a
+//! table [`Schema`]: the key types of its items and collections, and its positions.
 
-use ordered_core::{Id, Placement};
+use ordered_core::{Id, KeyType, Placement};
+
+/// The shape of a script's tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Schema {
+    /// Positions are fractional keys (else gapped integers with a tight spacing).
+    pub keys: bool,
+    /// The items' key type.
+    pub id: KeyType,
+    /// The collections' key type (the scope column and the parent table's key).
+    pub parent: KeyType,
+    /// Integer keys are 32-bit columns (`INTEGER`, `SERIAL`) instead of `BIGINT`.
+    pub int32: bool,
+}
+
+impl Schema {
+    /// `BIGINT` keys, integer positions.
+    pub const INTS: Schema = Schema {
+        keys: false,
+        id: KeyType::Int,
+        parent: KeyType::Int,
+        int32: false,
+    };
+    /// `BIGINT` keys, fractional-key positions.
+    pub const KEYS: Schema = Schema {
+        keys: true,
+        ..Schema::INTS
+    };
+
+    /// The key of collection number `p` (1, 2, or a missing one).
+    pub fn parent(&self, p: i64) -> Id {
+        key(self.parent, p.unsigned_abs(), "list")
+    }
+
+    /// The key the application chooses for the `n`th item created, or `None` when the
+    /// database chooses it (an auto-increment integer).
+    pub fn item(&self, n: usize) -> Option<Id> {
+        match self.id {
+            KeyType::Int => None,
+            ty => Some(key(ty, n as u64 + 1, "card")),
+        }
+    }
+
+    /// A key of the items' type that no item has.
+    pub fn missing(&self) -> Id {
+        key(self.id, 999_999, "card")
+    }
+}
+
+/// The `n`th key of type `ty`: UUIDs scattered over the whole range (so that their
+/// byte order is not their creation order), strings with a prefix.
+fn key(ty: KeyType, n: u64, prefix: &str) -> Id {
+    match ty {
+        KeyType::Int => Id::Int(n as i64),
+        KeyType::Uuid | KeyType::UuidText => Id::Uuid(ordered_core::id::Uuid::from_u128(
+            u128::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835),
+        )),
+        KeyType::Text => Id::text(&format!("{prefix}-{n:03}")).unwrap_or(Id::Int(0)),
+    }
+}
 
 /// One step of a script. Items are named by their creation index, so that both ORMs,
-/// starting from fresh tables, refer to the same rows.
+/// starting from fresh tables, refer to the same rows; collections by their number
+/// ([`Schema::parent`] gives their key).
 #[derive(Debug, Clone)]
 pub enum Step {
     /// Insert a new item.
-    Insert(Id, At),
+    Insert(i64, At),
     /// Move an item within its collection.
     Move(usize, At),
     /// Move an item to another collection.
-    MoveTo(usize, Id, At),
+    MoveTo(usize, i64, At),
     /// Move with an expected parent version.
     MoveExpecting(usize, At, i64),
     /// Swap two items.
@@ -19,9 +80,9 @@ pub enum Step {
     /// Remove an item.
     Remove(usize),
     /// Reorder a collection (creation indexes in the wanted order).
-    Reorder(Id, Vec<usize>),
+    Reorder(i64, Vec<usize>),
     /// Rebalance a collection.
-    Rebalance(Id),
+    Rebalance(i64),
 }
 
 /// A placement whose anchors are creation indexes (`999` names an item that does not
@@ -41,9 +102,9 @@ pub enum At {
 }
 
 impl At {
-    /// The placement with real ids.
-    pub fn resolve(self, ids: &[Id]) -> Placement {
-        let id = |i: usize| ids.get(i).copied().unwrap_or(999_999);
+    /// The placement with real ids (`missing` for an index that names no item).
+    pub fn resolve(self, ids: &[Id], missing: Id) -> Placement {
+        let id = |i: usize| ids.get(i).copied().unwrap_or(missing);
         match self {
             At::First => Placement::First,
             At::Last => Placement::Last,
@@ -57,8 +118,8 @@ impl At {
     }
 }
 
-/// The scripts: name, whether positions are keys, the steps.
-pub fn scripts() -> Vec<(&'static str, bool, Vec<Step>)> {
+/// The scripts: name, table schema, the steps.
+pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
     use At::*;
     use Step::*;
     let hot: Vec<Step> = (0..3)
@@ -66,10 +127,35 @@ pub fn scripts() -> Vec<(&'static str, bool, Vec<Step>)> {
         .chain((0..30).map(|_| Insert(1, After(0))))
         .chain((3..13).map(|i| Move(i, After(1))))
         .collect();
+    // every operation, a relabel, and each refusal, for the key-type scripts
+    let keyed: Vec<Step> = vec![
+        Insert(1, Last),
+        Insert(1, Last),
+        Insert(1, Last),
+        Insert(2, Last),
+        Move(2, Before(0)),
+        Insert(1, Between(Some(2), Some(0))),
+        Insert(1, After(4)),
+        Insert(1, After(4)),
+        Insert(1, After(4)), // the tight gap is full: a relabel
+        MoveTo(0, 2, First),
+        MoveTo(3, 1, Between(Some(2), Some(4))),
+        Swap(1, 2),
+        Reorder(2, vec![0]),
+        Remove(5),
+        Move(1, Between(Some(2), Some(4))), // stale: not adjacent
+        Move(1, After(999)),                // missing anchor
+        Move(1, After(1)),                  // self reference
+        Move(1, After(0)),                  // anchor in another collection
+        MoveExpecting(1, Last, 1),          // stale version
+        Insert(77, Last),                   // missing parent
+        Rebalance(1),
+    ];
+    let ints = Schema::INTS;
     vec![
         (
             "playlist",
-            false,
+            ints,
             vec![
                 Insert(1, Last),
                 Insert(1, Last),
@@ -79,11 +165,11 @@ pub fn scripts() -> Vec<(&'static str, bool, Vec<Step>)> {
                 Rebalance(1),
             ],
         ),
-        ("hot_gap_ints", false, hot.clone()),
-        ("hot_gap_keys", true, hot),
+        ("hot_gap_ints", ints, hot.clone()),
+        ("hot_gap_keys", Schema::KEYS, hot),
         (
             "across_parents_and_reorder",
-            true,
+            Schema::KEYS,
             vec![
                 Insert(1, Last),
                 Insert(1, Last),
@@ -99,7 +185,7 @@ pub fn scripts() -> Vec<(&'static str, bool, Vec<Step>)> {
         ),
         (
             "stale_requests",
-            false,
+            ints,
             vec![
                 Insert(1, Last),
                 Insert(1, Last),
@@ -115,6 +201,31 @@ pub fn scripts() -> Vec<(&'static str, bool, Vec<Step>)> {
                 Reorder(1, vec![0, 1]),             // not the current set
                 Swap(0, 0),
             ],
+        ),
+        (
+            "uuid_keys",
+            Schema {
+                id: KeyType::Uuid,
+                parent: KeyType::Uuid,
+                ..ints
+            },
+            keyed.clone(),
+        ),
+        (
+            "int32_keys",
+            Schema {
+                int32: true,
+                ..Schema::KEYS
+            },
+            keyed.clone(),
+        ),
+        (
+            "string_keys",
+            Schema {
+                id: KeyType::Text,
+                ..ints
+            },
+            keyed,
         ),
     ]
 }

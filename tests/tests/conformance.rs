@@ -4,11 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use diesel::connection::SimpleConnection;
-use ordered_conformance::{Step, scripts};
+use ordered_conformance::{Schema, Step, scripts};
 use ordered_core::migration::{create_parent_table, create_table};
 use ordered_core::{
-    Changes, Dialect, Fractional, Gapped, Id, Position, PositionStrategy, RebalancePolicy, Reply,
-    Request, Returns, Row, Spec, Statement, sql,
+    Changes, Dialect, Fractional, Gapped, Id, KeyType, Position, PositionStrategy, RebalancePolicy,
+    Reply, Request, Returns, Row, Spec, Statement, Wire, sql,
 };
 use sea_orm::{ConnectionTrait, Database};
 
@@ -82,14 +82,14 @@ fn check_step(tag: &str, name: &str, i: usize, before: &[Row], after: &[Row], r:
 
 /// The end of a run: the versioned read returns the same rows as the plain one, and its
 /// version (as a last pseudo-step, so that the ORMs' versions are compared too).
-fn versioned_step(rows: &[Row], listing: ordered_core::Listing) -> Outcome {
-    let of_1: Vec<Row> = rows.iter().filter(|r| r.parent == 1).cloned().collect();
+fn versioned_step(rows: &[Row], parent: Id, listing: ordered_core::Listing) -> Outcome {
+    let of_1: Vec<Row> = rows.iter().filter(|r| r.parent == parent).cloned().collect();
     assert_eq!(listing.rows, of_1, "the versioned read lists other rows");
     let version = listing.version.expect("a version column");
     Ok((
         None,
         Changes {
-            versions: vec![ordered_core::changes::ScopeVersion { parent: 1, version }],
+            versions: vec![ordered_core::changes::ScopeVersion { parent, version }],
             ..Changes::default()
         },
     ))
@@ -99,8 +99,12 @@ fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
 }
 
-fn spec(script: &str, orm: &str, keys: bool) -> Spec {
-    let strategy: &'static dyn PositionStrategy = if keys { &SHORT_KEYS } else { &TIGHT };
+fn spec(script: &str, orm: &str, schema: Schema) -> Spec {
+    let strategy: &'static dyn PositionStrategy = if schema.keys {
+        &SHORT_KEYS
+    } else {
+        &TIGHT
+    };
     Spec {
         table: leak(format!("k_{script}_{orm}_i")),
         id: "id",
@@ -108,6 +112,8 @@ fn spec(script: &str, orm: &str, keys: bool) -> Spec {
         position: "position",
         parent_table: leak(format!("k_{script}_{orm}_p")),
         parent_id: "id",
+        id_type: schema.id,
+        parent_type: schema.parent,
         version: Some("version"),
         unique: None,
         strategy,
@@ -115,7 +121,18 @@ fn spec(script: &str, orm: &str, keys: bool) -> Spec {
     }
 }
 
-fn ddl(d: Dialect, s: &Spec) -> Vec<String> {
+/// A key as an SQL literal, for the parent rows the DDL inserts.
+fn key_literal(d: Dialect, id: Id, ty: KeyType) -> String {
+    match (id, ty, d) {
+        (Id::Int(v), ..) => v.to_string(),
+        (Id::Uuid(u), KeyType::Uuid, Dialect::Mysql | Dialect::Sqlite) => {
+            format!("X'{}'", u.simple())
+        }
+        _ => format!("'{id}'"),
+    }
+}
+
+fn ddl(d: Dialect, s: &Spec, schema: Schema) -> Vec<String> {
     let q = |x: &str| sql::quote(d, x);
     let mut out = vec![
         format!("DROP TABLE IF EXISTS {}", q(s.table)),
@@ -123,26 +140,58 @@ fn ddl(d: Dialect, s: &Spec) -> Vec<String> {
     ];
     out.extend(create_parent_table(d, s, &[]).up);
     out.extend(create_table(d, s, &[("title", "VARCHAR(20) NOT NULL DEFAULT ''")]).up);
+    if schema.int32 {
+        // 32-bit keys: SERIAL / INT columns (SQLite's INTEGER is already the one type)
+        for stmt in &mut out {
+            *stmt = stmt
+                .replace("BIGSERIAL PRIMARY KEY", "SERIAL PRIMARY KEY")
+                .replace("BIGINT NOT NULL AUTO_INCREMENT", "INT NOT NULL AUTO_INCREMENT")
+                .replace(&format!("{} BIGINT NOT NULL", q(s.parent)), &format!("{} INTEGER NOT NULL", q(s.parent)));
+        }
+    }
     for p in [1, 2] {
         out.push(format!(
-            "INSERT INTO {} ({}) VALUES ({p})",
+            "INSERT INTO {} ({}) VALUES ({})",
             q(s.parent_table),
-            q("id")
+            q("id"),
+            key_literal(d, schema.parent(p), schema.parent)
         ));
     }
     out
 }
 
-/// The insert statements: the last one returns the new id as `o_count`.
-fn insert(d: Dialect, s: &Spec, parent: Id, pos: &Position) -> Vec<Statement> {
+/// The insert statements. With `id` (a key the application chooses) one insert that
+/// names it; without, the last statement returns the new id as `o_count`.
+fn insert(d: Dialect, s: &Spec, id: Option<Id>, parent: Id, pos: &Position) -> Vec<Statement> {
     let q = |x: &str| sql::quote(d, x);
-    let cols = format!("{} ({}, {})", q(s.table), q("parent_id"), q("position"));
     let arg: ordered_core::Arg = pos.into();
-    let args = vec![ordered_core::Arg::I64(parent), arg];
+    let ph = |n: usize| match d {
+        Dialect::Postgres => format!("${n}"),
+        _ => "?".to_owned(),
+    };
+    if let Some(id) = id {
+        let (id_ph, id_arg) = sql::key_param(d, s.id_type, id, 1);
+        let (p_ph, p_arg) = sql::key_param(d, s.parent_type, parent, 2);
+        return vec![Statement {
+            sql: format!(
+                "INSERT INTO {} ({}, {}, {}) VALUES ({id_ph}, {p_ph}, {})",
+                q(s.table),
+                q("id"),
+                q("parent_id"),
+                q("position"),
+                ph(3)
+            ),
+            args: vec![id_arg, p_arg, arg],
+            returns: Returns::Nothing,
+        }];
+    }
+    let cols = format!("{} ({}, {})", q(s.table), q("parent_id"), q("position"));
+    let (p_ph, p_arg) = sql::key_param(d, s.parent_type, parent, 1);
+    let args = vec![p_arg, arg];
     match d {
         Dialect::Postgres => vec![Statement {
             sql: format!(
-                "INSERT INTO {cols} VALUES ($1, $2) RETURNING CAST({} AS BIGINT) AS o_count",
+                "INSERT INTO {cols} VALUES ({p_ph}, $2) RETURNING CAST({} AS BIGINT) AS o_count",
                 q("id")
             ),
             args,
@@ -150,7 +199,7 @@ fn insert(d: Dialect, s: &Spec, parent: Id, pos: &Position) -> Vec<Statement> {
         }],
         Dialect::Sqlite => vec![Statement {
             sql: format!(
-                "INSERT INTO {cols} VALUES (?, ?) RETURNING {} AS o_count",
+                "INSERT INTO {cols} VALUES ({p_ph}, ?) RETURNING {} AS o_count",
                 q("id")
             ),
             args,
@@ -158,7 +207,7 @@ fn insert(d: Dialect, s: &Spec, parent: Id, pos: &Position) -> Vec<Statement> {
         }],
         Dialect::Mysql => vec![
             Statement {
-                sql: format!("INSERT INTO {cols} VALUES (?, ?)"),
+                sql: format!("INSERT INTO {cols} VALUES ({p_ph}, ?)"),
                 args,
                 returns: Returns::Nothing,
             },
@@ -171,10 +220,12 @@ fn insert(d: Dialect, s: &Spec, parent: Id, pos: &Position) -> Vec<Statement> {
     }
 }
 
-fn counted(r: Reply) -> Id {
-    match r {
-        Reply::Count(n) => n,
-        other => panic!("expected an id, got {other:?}"),
+/// The new row's id: the one chosen, or the one the last insert statement returned.
+fn counted(chosen: Option<Id>, r: Reply) -> Id {
+    match (chosen, r) {
+        (Some(id), _) => id,
+        (None, Reply::Count(n)) => Id::Int(n),
+        (None, other) => panic!("expected an id, got {other:?}"),
     }
 }
 
@@ -207,15 +258,15 @@ fn run_diesel<C>(
     reader: Option<C>,
     tag: &str,
     name: &str,
-    keys: bool,
+    schema: Schema,
     steps: &[Step],
 ) -> (Vec<Outcome>, Vec<Row>)
 where
     C: ordered_diesel::OrderedConnection + SimpleConnection,
 {
     use ordered_conformance::Step::*;
-    let s = spec(name, tag, keys);
-    for stmt in ddl(C::DIALECT, &s) {
+    let s = spec(name, tag, schema);
+    for stmt in ddl(C::DIALECT, &s, schema) {
         conn.batch_execute(&stmt)
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
@@ -223,8 +274,8 @@ where
     let mut ids: Vec<Id> = Vec::new();
     let mut out = Vec::new();
     let lists = |conn: &mut C| {
-        let mut rows = o.list(conn, 1).unwrap();
-        rows.extend(o.list(conn, 2).unwrap());
+        let mut rows = o.list(conn, schema.parent(1)).unwrap();
+        rows.extend(o.list(conn, schema.parent(2)).unwrap());
         rows
     };
     for (i, step) in steps.iter().enumerate() {
@@ -232,15 +283,16 @@ where
         let pos = |x: ordered_core::Outcome| (x.position, x.changes);
         let r = match step {
             Insert(parent, at) => {
-                let at = at.resolve(&ids);
+                let at = at.resolve(&ids, schema.missing());
+                let chosen = schema.item(ids.len());
                 let f = |c: &mut C, slot: ordered_diesel::Slot| {
                     let mut last = Reply::None;
-                    for st in insert(C::DIALECT, &s, slot.parent, &slot.position) {
-                        last = c.run(&st, keys)?;
+                    for st in insert(C::DIALECT, &s, chosen, slot.parent, &slot.position) {
+                        last = c.run(&st, Wire::PLAIN)?;
                     }
-                    Ok(counted(last))
+                    Ok(counted(chosen, last))
                 };
-                let r = o.insert(&mut conn, *parent, at, f);
+                let r = o.insert(&mut conn, schema.parent(*parent), at, f);
                 diesel_outcome(r, |ins| {
                     ids.push(ins.value);
                     (ins.outcome.position, ins.outcome.changes)
@@ -251,7 +303,7 @@ where
                 let mut seen = None;
                 let req = Request::Move {
                     item: ids[*i],
-                    at: at.resolve(&ids),
+                    at: at.resolve(&ids, schema.missing()),
                 };
                 let r = o.apply(&mut conn, req, |_, c| {
                     seen = Some(c.clone());
@@ -263,22 +315,22 @@ where
                 diesel_outcome(r, pos)
             }
             MoveTo(i, p, at) => diesel_outcome(
-                o.move_to_parent(&mut conn, ids[*i], *p, at.resolve(&ids)),
+                o.move_to_parent(&mut conn, ids[*i], schema.parent(*p), at.resolve(&ids, schema.missing())),
                 pos,
             ),
             MoveExpecting(i, at, v) => diesel_outcome(
                 o.clone()
                     .expect_version(*v)
-                    .move_to(&mut conn, ids[*i], at.resolve(&ids)),
+                    .move_to(&mut conn, ids[*i], at.resolve(&ids, schema.missing())),
                 pos,
             ),
             Swap(a, b) => diesel_outcome(o.swap(&mut conn, ids[*a], ids[*b]), pos),
             Remove(i) => diesel_outcome(o.remove(&mut conn, ids[*i]), pos),
             Reorder(p, order) => {
                 let want: Vec<Id> = order.iter().map(|i| ids[*i]).collect();
-                diesel_outcome(o.reorder(&mut conn, *p, &want), pos)
+                diesel_outcome(o.reorder(&mut conn, schema.parent(*p), &want), pos)
             }
-            Rebalance(p) => diesel_outcome(o.rebalance(&mut conn, *p), pos),
+            Rebalance(p) => diesel_outcome(o.rebalance(&mut conn, schema.parent(*p)), pos),
         };
         check_step(tag, name, i, &before, &lists(&mut conn), &r);
         out.push(r);
@@ -287,7 +339,8 @@ where
     let rows = lists(&mut reader);
     out.push(versioned_step(
         &rows,
-        o.list_versioned(&mut reader, 1).unwrap(),
+        schema.parent(1),
+        o.list_versioned(&mut reader, schema.parent(1)).unwrap(),
     ));
     (out, rows)
 }
@@ -295,7 +348,7 @@ where
 fn async_inserter<C>(
     d: Dialect,
     s: Spec,
-    keys: bool,
+    chosen: Option<Id>,
 ) -> impl for<'a> FnMut(
     &'a mut C,
     ordered_diesel::Slot,
@@ -307,10 +360,10 @@ where
     move |c, slot| {
         Box::pin(async move {
             let mut last = Reply::None;
-            for st in insert(d, &s, slot.parent, &slot.position) {
-                last = c.run(&st, keys).await?;
+            for st in insert(d, &s, chosen, slot.parent, &slot.position) {
+                last = c.run(&st, Wire::PLAIN).await?;
             }
-            Ok(counted(last))
+            Ok(counted(chosen, last))
         })
     }
 }
@@ -322,7 +375,7 @@ async fn run_diesel_async<C>(
     reader: Option<C>,
     tag: &str,
     name: &str,
-    keys: bool,
+    schema: Schema,
     steps: &[Step],
 ) -> (Vec<Outcome>, Vec<Row>)
 where
@@ -330,8 +383,8 @@ where
 {
     use ordered_conformance::Step::*;
     let d = C::DIALECT;
-    let s = spec(name, tag, keys);
-    for stmt in ddl(d, &s) {
+    let s = spec(name, tag, schema);
+    for stmt in ddl(d, &s, schema) {
         conn.batch_execute(&stmt)
             .await
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
@@ -342,19 +395,26 @@ where
     async fn lists<C: ordered_diesel::async_diesel::AsyncOrderedConnection>(
         o: &ordered_diesel::async_diesel::Ordering,
         conn: &mut C,
+        schema: Schema,
     ) -> Vec<Row> {
-        let mut rows = o.list(conn, 1).await.unwrap();
-        rows.extend(o.list(conn, 2).await.unwrap());
+        let mut rows = o.list(conn, schema.parent(1)).await.unwrap();
+        rows.extend(o.list(conn, schema.parent(2)).await.unwrap());
         rows
     }
     for (i, step) in steps.iter().enumerate() {
-        let before = lists(&o, &mut conn).await;
+        let before = lists(&o, &mut conn, schema).await;
         let pos = |x: ordered_core::Outcome| (x.position, x.changes);
         let r = match step {
             Insert(parent, at) => {
-                let at = at.resolve(&ids);
+                let at = at.resolve(&ids, schema.missing());
+                let chosen = schema.item(ids.len());
                 let r = o
-                    .insert(&mut conn, *parent, at, async_inserter::<C>(d, s, keys))
+                    .insert(
+                        &mut conn,
+                        schema.parent(*parent),
+                        at,
+                        async_inserter::<C>(d, s, chosen),
+                    )
                     .await;
                 diesel_outcome(r, |ins| {
                     ids.push(ins.value);
@@ -365,7 +425,7 @@ where
                 let mut seen = None;
                 let req = Request::Move {
                     item: ids[*i],
-                    at: at.resolve(&ids),
+                    at: at.resolve(&ids, schema.missing()),
                 };
                 let r = o
                     .apply(&mut conn, req, |_, c| {
@@ -379,14 +439,14 @@ where
                 diesel_outcome(r, pos)
             }
             MoveTo(i, p, at) => diesel_outcome(
-                o.move_to_parent(&mut conn, ids[*i], *p, at.resolve(&ids))
+                o.move_to_parent(&mut conn, ids[*i], schema.parent(*p), at.resolve(&ids, schema.missing()))
                     .await,
                 pos,
             ),
             MoveExpecting(i, at, v) => diesel_outcome(
                 o.clone()
                     .expect_version(*v)
-                    .move_to(&mut conn, ids[*i], at.resolve(&ids))
+                    .move_to(&mut conn, ids[*i], at.resolve(&ids, schema.missing()))
                     .await,
                 pos,
             ),
@@ -394,18 +454,19 @@ where
             Remove(i) => diesel_outcome(o.remove(&mut conn, ids[*i]).await, pos),
             Reorder(p, order) => {
                 let want: Vec<Id> = order.iter().map(|i| ids[*i]).collect();
-                diesel_outcome(o.reorder(&mut conn, *p, &want).await, pos)
+                diesel_outcome(o.reorder(&mut conn, schema.parent(*p), &want).await, pos)
             }
-            Rebalance(p) => diesel_outcome(o.rebalance(&mut conn, *p).await, pos),
+            Rebalance(p) => diesel_outcome(o.rebalance(&mut conn, schema.parent(*p)).await, pos),
         };
-        check_step(tag, name, i, &before, &lists(&o, &mut conn).await, &r);
+        check_step(tag, name, i, &before, &lists(&o, &mut conn, schema).await, &r);
         out.push(r);
     }
     let mut reader = reader.unwrap_or(conn);
-    let rows = lists(&o, &mut reader).await;
+    let rows = lists(&o, &mut reader, schema).await;
     out.push(versioned_step(
         &rows,
-        o.list_versioned(&mut reader, 1).await.unwrap(),
+        schema.parent(1),
+        o.list_versioned(&mut reader, schema.parent(1)).await.unwrap(),
     ));
     (out, rows)
 }
@@ -413,7 +474,7 @@ where
 fn seaorm_inserter(
     d: Dialect,
     s: Spec,
-    keys: bool,
+    chosen: Option<Id>,
 ) -> impl for<'a> FnMut(
     &'a sea_orm::DatabaseTransaction,
     ordered_seaorm::Slot,
@@ -422,10 +483,10 @@ fn seaorm_inserter(
     move |txn, slot| {
         Box::pin(async move {
             let mut last = Reply::None;
-            for st in insert(d, &s, slot.parent, &slot.position) {
-                last = ordered_seaorm::__private::run(txn, &st, keys).await?;
+            for st in insert(d, &s, chosen, slot.parent, &slot.position) {
+                last = ordered_seaorm::__private::run(txn, &st, Wire::PLAIN).await?;
             }
-            Ok(counted(last))
+            Ok(counted(chosen, last))
         })
     }
 }
@@ -437,14 +498,14 @@ async fn run_seaorm(
     read_url: Option<&str>,
     tag: &str,
     name: &str,
-    keys: bool,
+    schema: Schema,
     steps: &[Step],
 ) -> (Vec<Outcome>, Vec<Row>) {
     use ordered_conformance::Step::*;
     let db = Database::connect(url).await.unwrap();
     let d = ordered_seaorm::dialect(db.get_database_backend()).unwrap();
-    let s = spec(name, tag, keys);
-    for stmt in ddl(d, &s) {
+    let s = spec(name, tag, schema);
+    for stmt in ddl(d, &s, schema) {
         db.execute_unprepared(&stmt)
             .await
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
@@ -452,19 +513,24 @@ async fn run_seaorm(
     let o = ordered_seaorm::Ordering::new(s).changes_limit(CHANGES_LIMIT);
     let mut ids: Vec<Id> = Vec::new();
     let mut out = Vec::new();
-    async fn lists(o: &ordered_seaorm::Ordering, db: &sea_orm::DatabaseConnection) -> Vec<Row> {
-        let mut rows = o.list(db, 1).await.unwrap();
-        rows.extend(o.list(db, 2).await.unwrap());
+    async fn lists(
+        o: &ordered_seaorm::Ordering,
+        db: &sea_orm::DatabaseConnection,
+        schema: Schema,
+    ) -> Vec<Row> {
+        let mut rows = o.list(db, schema.parent(1)).await.unwrap();
+        rows.extend(o.list(db, schema.parent(2)).await.unwrap());
         rows
     }
     for (i, step) in steps.iter().enumerate() {
-        let before = lists(&o, &db).await;
+        let before = lists(&o, &db, schema).await;
         let pos = |x: ordered_core::Outcome| (x.position, x.changes);
         let r = match step {
             Insert(parent, at) => {
-                let at = at.resolve(&ids);
-                let f = seaorm_inserter(d, s, keys);
-                let r = o.insert(&db, *parent, at, f).await;
+                let at = at.resolve(&ids, schema.missing());
+                let chosen = schema.item(ids.len());
+                let f = seaorm_inserter(d, s, chosen);
+                let r = o.insert(&db, schema.parent(*parent), at, f).await;
                 seaorm_outcome(r, |ins| {
                     ids.push(ins.value);
                     (ins.outcome.position, ins.outcome.changes)
@@ -474,7 +540,7 @@ async fn run_seaorm(
                 let mut seen = None;
                 let req = Request::Move {
                     item: ids[*i],
-                    at: at.resolve(&ids),
+                    at: at.resolve(&ids, schema.missing()),
                 };
                 let r = o
                     .apply(&db, req, |_, c| {
@@ -488,13 +554,13 @@ async fn run_seaorm(
                 seaorm_outcome(r, pos)
             }
             MoveTo(i, p, at) => seaorm_outcome(
-                o.move_to_parent(&db, ids[*i], *p, at.resolve(&ids)).await,
+                o.move_to_parent(&db, ids[*i], schema.parent(*p), at.resolve(&ids, schema.missing())).await,
                 pos,
             ),
             MoveExpecting(i, at, v) => seaorm_outcome(
                 o.clone()
                     .expect_version(*v)
-                    .move_to(&db, ids[*i], at.resolve(&ids))
+                    .move_to(&db, ids[*i], at.resolve(&ids, schema.missing()))
                     .await,
                 pos,
             ),
@@ -502,21 +568,22 @@ async fn run_seaorm(
             Remove(i) => seaorm_outcome(o.remove(&db, ids[*i]).await, pos),
             Reorder(p, order) => {
                 let want: Vec<Id> = order.iter().map(|i| ids[*i]).collect();
-                seaorm_outcome(o.reorder(&db, *p, &want).await, pos)
+                seaorm_outcome(o.reorder(&db, schema.parent(*p), &want).await, pos)
             }
-            Rebalance(p) => seaorm_outcome(o.rebalance(&db, *p).await, pos),
+            Rebalance(p) => seaorm_outcome(o.rebalance(&db, schema.parent(*p)).await, pos),
         };
-        check_step(tag, name, i, &before, &lists(&o, &db).await, &r);
+        check_step(tag, name, i, &before, &lists(&o, &db, schema).await, &r);
         out.push(r);
     }
     let reader = match read_url {
         Some(u) => Database::connect(u).await.unwrap(),
         None => db,
     };
-    let rows = lists(&o, &reader).await;
+    let rows = lists(&o, &reader, schema).await;
     out.push(versioned_step(
         &rows,
-        o.list_versioned(&reader, 1).await.unwrap(),
+        schema.parent(1),
+        o.list_versioned(&reader, schema.parent(1)).await.unwrap(),
     ));
     (out, rows)
 }
@@ -561,14 +628,14 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
     use diesel::Connection;
     let mut checked = 0;
     let (mut listed_relabels, mut summaries) = (0, 0);
-    for (name, keys, steps) in scripts() {
+    for (name, schema, steps) in scripts() {
         // SQLite: one file per ORM
         let path = |orm: &str| std::env::temp_dir().join(format!("ordered-conf-{name}-{orm}.db"));
         for orm in ["d", "a", "s"] {
             let _ = std::fs::remove_file(path(orm));
         }
         let dconn = diesel::SqliteConnection::establish(path("d").to_str().unwrap()).unwrap();
-        let d = run_diesel(dconn, None, "d", name, keys, &steps);
+        let d = run_diesel(dconn, None, "d", name, schema, &steps);
         let aconn = <diesel_async::sync_connection_wrapper::SyncConnectionWrapper<
             diesel::SqliteConnection,
         > as diesel_async::AsyncConnection>::establish(
@@ -576,13 +643,13 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
         )
         .await
         .unwrap();
-        let a = run_diesel_async(aconn, None, "a", name, keys, &steps).await;
+        let a = run_diesel_async(aconn, None, "a", name, schema, &steps).await;
         let s = run_seaorm(
             &format!("sqlite://{}?mode=rwc", path("s").display()),
             None,
             "s",
             name,
-            keys,
+            schema,
             &steps,
         )
         .await;
@@ -598,7 +665,7 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
                 None,
                 "d",
                 name,
-                keys,
+                schema,
                 &steps,
             );
             let a = run_diesel_async(
@@ -608,11 +675,11 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
                 None,
                 "a",
                 name,
-                keys,
+                schema,
                 &steps,
             )
             .await;
-            let s = run_seaorm(&u, None, "s", name, keys, &steps).await;
+            let s = run_seaorm(&u, None, "s", name, schema, &steps).await;
             compare("postgres", name, d, a, s);
             checked += 1;
         }
@@ -623,7 +690,7 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
                 None,
                 "d",
                 name,
-                keys,
+                schema,
                 &steps,
             );
             let a = run_diesel_async(
@@ -635,11 +702,11 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
                 None,
                 "a",
                 name,
-                keys,
+                schema,
                 &steps,
             )
             .await;
-            let s = run_seaorm(&u, None, "s", name, keys, &steps).await;
+            let s = run_seaorm(&u, None, "s", name, schema, &steps).await;
             compare("mysql", name, d, a, s);
             checked += 1;
         }
@@ -681,10 +748,10 @@ async fn diesel_and_seaorm_agree_on_a_galera_cluster() {
     let single = std::env::var("ORDERED_MYSQL_URL")
         .ok()
         .filter(|u| !u.is_empty());
-    for (name, keys, steps) in scripts() {
+    for (name, schema, steps) in scripts() {
         let conn = |u: &str| diesel::MysqlConnection::establish(u).unwrap();
-        let d = run_diesel(conn(writer), Some(conn(reader)), "gd", name, keys, &steps);
-        let s = run_seaorm(writer, Some(reader), "gs", name, keys, &steps).await;
+        let d = run_diesel(conn(writer), Some(conn(reader)), "gd", name, schema, &steps);
+        let s = run_seaorm(writer, Some(reader), "gs", name, schema, &steps).await;
         let aconn = |u: &str| {
             let u = u.to_owned();
             async move {
@@ -698,7 +765,7 @@ async fn diesel_and_seaorm_agree_on_a_galera_cluster() {
             Some(aconn(reader).await),
             "ga",
             name,
-            keys,
+            schema,
             &steps,
         )
         .await;
@@ -706,7 +773,7 @@ async fn diesel_and_seaorm_agree_on_a_galera_cluster() {
             r.1.iter().map(|x| (x.parent, x.position.clone())).collect()
         };
         if let Some(u) = &single {
-            let one = run_diesel(conn(u), None, "g1", name, keys, &steps);
+            let one = run_diesel(conn(u), None, "g1", name, schema, &steps);
             assert_eq!(
                 positions(&one),
                 positions(&d),

@@ -158,10 +158,10 @@ async fn main() -> Res<()> {
         .apply(
             &db,
             Request::Move {
-                item: test,
+                item: ordered_seaorm::Id::Int(test),
                 at: Placement::Between {
-                    prev: Some(tag),
-                    next: Some(build),
+                    prev: Some(ordered_seaorm::Id::Int(tag)),
+                    next: Some(ordered_seaorm::Id::Int(build)),
                 },
             },
             |txn, changes| {
@@ -175,7 +175,7 @@ async fn main() -> Res<()> {
                                 }
                                 _ => "INSERT INTO demo_checklist_outbox (step_id, body) VALUES (?, ?)",
                             },
-                            [c.id.into(), format!("moved to {}", c.position).into()],
+                            [ordered_seaorm::key_value(c.id), format!("moved to {}", c.position).into()],
                         ))
                         .await?;
                     }
@@ -195,7 +195,7 @@ async fn main() -> Res<()> {
     let stale = steps
         .clone()
         .expect_version(version)
-        .move_between(&db, publish, Some(tag), Some(build))
+        .move_between(&db, ordered_seaorm::Id::Int(publish), Some(ordered_seaorm::Id::Int(tag)), Some(ordered_seaorm::Id::Int(build)))
         .await;
     let err = stale.err().ok_or("client B's stale drag must be refused")?;
     let (status, body) = respond(&err);
@@ -207,7 +207,7 @@ async fn main() -> Res<()> {
     let retried = steps
         .clone()
         .expect_version(fresh.version.ok_or("a version column")?)
-        .move_to_start(&db, publish)
+        .move_to_start(&db, ordered_seaorm::Id::Int(publish))
         .await?;
     println!(
         "5. client B re-read and moved Publish first: {:?}; changes [{}]",
@@ -223,7 +223,7 @@ async fn main() -> Res<()> {
             ..Default::default()
         };
         let inserted = steps
-            .insert_model(&db, 1, Placement::After(publish), model)
+            .insert_model(&db, 1, Placement::After(ordered_seaorm::Id::Int(publish)), model)
             .await?;
         if inserted.outcome.relabelled > 0 {
             relabel = Some(inserted.outcome);
@@ -238,7 +238,7 @@ async fn main() -> Res<()> {
     );
 
     // a refusal that went through `?` into a DbErr keeps its type
-    let missing: DbErr = match steps.move_to_start(&db, 999_999).await {
+    let missing: DbErr = match steps.move_to_start(&db, ordered_seaorm::Id::Int(999_999)).await {
         Err(e) => e.into(),
         Ok(_) => return Err("a move of a missing step must be refused".into()),
     };

@@ -60,7 +60,7 @@ macro_rules! demo_conn {
             }
             fn add(&mut self, slot: Slot, title: &str) -> QueryResult<i64> {
                 let values = (
-                    demo_tracks::playlist_id.eq(slot.parent),
+                    demo_tracks::playlist_id.eq(slot.scope::<i64>()?),
                     demo_tracks::title.eq(title.to_owned()),
                     demo_tracks::position.eq(slot.int()?),
                 );
@@ -175,7 +175,7 @@ fn run<C: DemoConn>(url: &str) -> Res<()> {
         ),
     )?;
 
-    Track::insert_between(conn, 1, Some(credits), Some(demo), |c, slot| {
+    Track::insert_between(conn, 1, Some(ordered_diesel::Id::Int(credits)), Some(ordered_diesel::Id::Int(demo)), |c, slot| {
         c.add(slot, "Setup")
     })?;
     show(conn, "3. Setup inserted between Credits and Demo")?;
@@ -233,8 +233,8 @@ fn run<C: DemoConn>(url: &str) -> Res<()> {
                     match Track::ordering().expect_version(version).move_between(
                         &mut c,
                         item,
-                        Some(credits),
-                        Some(setup),
+                        Some(ordered_diesel::Id::Int(credits)),
+                        Some(ordered_diesel::Id::Int(setup)),
                     ) {
                         Ok(o) => format!(
                             "{who}: moved, playlist now at version {}",
@@ -260,7 +260,7 @@ fn run<C: DemoConn>(url: &str) -> Res<()> {
 
     // 7. a client that still shows Credits next to Setup asks for a move between them
     let bonus3 = id_of(conn, "Bonus 3")?;
-    match Track::move_between(conn, bonus3, Some(credits), Some(setup)) {
+    match Track::move_between(conn, bonus3, Some(ordered_diesel::Id::Int(credits)), Some(ordered_diesel::Id::Int(setup))) {
         Err(e) if matches!(e.ordering(), Some(OrderingError::StaleNeighbours { .. })) => {
             println!("\n7. stale move rejected with a typed error: {e}");
         }

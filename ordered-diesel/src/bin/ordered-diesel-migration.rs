@@ -101,6 +101,9 @@ fn main() -> ExitCode {
         position: leak(a.position),
         parent_table: leak(a.parent),
         parent_id: leak(a.parent_key),
+        // the migration's statements name key columns but never bind a key
+        id_type: ordered_diesel::KeyType::Int,
+        parent_type: ordered_diesel::KeyType::Int,
         version: a.version_column.map(leak),
         unique: None,
         strategy,

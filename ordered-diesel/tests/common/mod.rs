@@ -16,8 +16,9 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 use ordered_diesel::__private::Reply as ordered_core_reply;
 use ordered_diesel::migrations::{create_parent_table, create_table};
+pub use ordered_diesel::Id;
 use ordered_diesel::{
-    Dialect, Fractional, Gapped, Id, OrderedConnection, Ordering, PositionStrategy,
+    Dialect, Fractional, Gapped, OrderedConnection, Ordering, PositionStrategy,
     RebalancePolicy, Slot, Spec,
 };
 
@@ -91,9 +92,9 @@ impl TestConn for diesel::SqliteConnection {
             t.items
         ))
         .into_boxed::<diesel::sqlite::Sqlite>()
-        .bind::<BigInt, _>(slot.parent)
+        .bind::<BigInt, _>(slot.scope::<i64>()?)
         .bind::<Text, _>(title.to_owned());
-        Ok(bind_slot(q, slot).get_result::<IdRow>(self)?.id)
+        Ok(Id::Int(bind_slot(q, slot).get_result::<IdRow>(self)?.id))
     }
 }
 
@@ -117,9 +118,9 @@ impl TestConn for diesel::PgConnection {
             t.items
         ))
         .into_boxed::<diesel::pg::Pg>()
-        .bind::<BigInt, _>(slot.parent)
+        .bind::<BigInt, _>(slot.scope::<i64>()?)
         .bind::<Text, _>(title.to_owned());
-        Ok(bind_slot(q, slot).get_result::<IdRow>(self)?.id)
+        Ok(Id::Int(bind_slot(q, slot).get_result::<IdRow>(self)?.id))
     }
 }
 
@@ -144,13 +145,13 @@ impl TestConn for diesel::MysqlConnection {
             t.items
         ))
         .into_boxed::<diesel::mysql::Mysql>()
-        .bind::<BigInt, _>(slot.parent)
+        .bind::<BigInt, _>(slot.scope::<i64>()?)
         .bind::<Text, _>(title.to_owned());
         bind_slot(q, slot).execute(self)?;
         Ok(
             diesel::sql_query("SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id")
-                .get_result::<IdRow>(self)?
-                .id,
+                .get_result::<IdRow>(self)
+                .map(|r| Id::Int(r.id))?,
         )
     }
 }
@@ -252,6 +253,8 @@ pub fn tables(
         position: "position",
         parent_table: parents,
         parent_id: "id",
+        id_type: ordered_core::KeyType::Int,
+        parent_type: ordered_core::KeyType::Int,
         version: Some("version"),
         unique: None,
         strategy,
@@ -351,7 +354,7 @@ pub fn count<C: TestConn>(conn: &mut C, sql: &str) -> i64 {
         args: vec![],
         returns: ordered_diesel::sql::Returns::Count,
     };
-    match conn.run(&stmt, false).unwrap() {
+    match conn.run(&stmt, ordered_core::Wire::PLAIN).unwrap() {
         ordered_core_reply::Count(v) => v,
         other => panic!("{other:?}"),
     }

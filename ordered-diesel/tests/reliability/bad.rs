@@ -27,7 +27,7 @@ pub fn run() {
 /// B4: two workers insert into the same missing parent at once: every call is
 /// `ParentNotFound`, none a deadlock (MariaDB 1213), and no parent row appears.
 fn b4<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("b4", &GAPPED, RebalancePolicy::Window, &[1]);
+    let (mut c, t) = setup::<C>("b4", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
     let all = crate::threads(2, |w, tally| {
         let mut conn = C::open(&t.db);
         for i in 0..50 {
@@ -61,7 +61,7 @@ fn b4<C: TestConn>(_: ()) {
     );
     assert_eq!(rows, 0, "{label}: a parent row was created");
     assert!(
-        ids(&mut c, &t, 999).is_empty(),
+        ids(&mut c, &t, ordered_diesel::Id::Int(999)).is_empty(),
         "{label}: an orphan was inserted"
     );
     all.report("B4 two workers, one missing parent", C::name(), "default");
@@ -77,7 +77,7 @@ fn b6<C: TestConn>(_: ()) {
             &format!("b6_{sname}"),
             strategy,
             RebalancePolicy::Window,
-            &[1],
+            &[ordered_diesel::Id::Int(1)],
         );
         let o = ord(&t);
         let r = o.rebalance(&mut c, 1).unwrap();
@@ -90,7 +90,7 @@ fn b6<C: TestConn>(_: ()) {
         let e = o
             .insert_after(&mut c, 1, 999, |c, s| c.insert_item(&t, "x", &s))
             .unwrap_err();
-        assert_eq!(e.ordering(), Some(&OrderingError::NotFound { id: 999 }));
+        assert_eq!(e.ordering(), Some(&OrderingError::NotFound { id: ordered_diesel::Id::Int(999) }));
         tally.error(&e);
         let r = o
             .insert_last(&mut c, 1, |c, s| c.insert_item(&t, "first", &s))
@@ -100,9 +100,9 @@ fn b6<C: TestConn>(_: ()) {
             _ => r.outcome.position.clone().unwrap(),
         };
         assert_eq!(r.outcome.position, Some(want), "B6 {}", C::name());
-        assert_eq!(ids(&mut c, &t, 1), vec![r.value]);
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), vec![r.value]);
         tally.outcome(&r.outcome);
-        sound(&mut c, &t, 1);
+        sound(&mut c, &t, ordered_diesel::Id::Int(1));
         drop_tables(&mut c, &t);
     }
     tally.report("B6 empty collection", C::name(), "default");
@@ -114,7 +114,7 @@ fn b6<C: TestConn>(_: ()) {
 /// and the table's CHECK refuses a value past either end of the stored range (the live
 /// domain plus the parking range below it).
 fn b7<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("b7", &GAPPED, RebalancePolicy::Window, &[1]);
+    let (mut c, t) = setup::<C>("b7", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
     let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
     let raw = |c: &mut C, title: &str, pos: i64| {
         c.batch_execute(&format!(
@@ -143,12 +143,12 @@ fn b7<C: TestConn>(_: ()) {
         }
     }
     // and the middle of the whole domain
-    let all: Vec<Id> = ids(&mut c, &t, 1);
+    let all: Vec<Id> = ids(&mut c, &t, ordered_diesel::Id::Int(1));
     let r = ord(&t)
         .move_to_index(&mut c, all[0], 20)
         .unwrap_or_else(|e| panic!("B7 {}: {e}", C::name()));
     tally.outcome(&r);
-    let rows = sound(&mut c, &t, 1);
+    let rows = sound(&mut c, &t, ordered_diesel::Id::Int(1));
     assert_eq!(rows.len(), 42);
     assert!(rows.iter().all(|r| matches!(
         r.position,
@@ -176,7 +176,7 @@ fn b7<C: TestConn>(_: ()) {
             C::name()
         );
     }
-    lock_is_free::<C>(&t, 1);
+    lock_is_free::<C>(&t, ordered_diesel::Id::Int(1));
     tally.report("B7 integer domain ends", C::name(), "default");
     drop_tables(&mut c, &t);
 }

@@ -111,7 +111,7 @@ fn call<C: TestConn, T>(
     let t0 = Instant::now();
     let r = if level.contains("caller") {
         let (r, retries) = in_callers_txn(conn, |c| {
-            let _ = ids(c, t, 1);
+            let _ = ids(c, t, ordered_diesel::Id::Int(1));
             f(c, RetryPolicy::NONE)
         });
         tally.retries += retries;
@@ -135,11 +135,11 @@ fn c1<C: TestConn>(keys: bool) {
     let strategy: &'static dyn PositionStrategy = if keys { &KEYS } else { &GAP16 };
     for level in levels {
         let test = format!("c1{}_{}", if keys { "k" } else { "" }, slug(level));
-        let (mut c, t) = setup::<C>(&test, strategy, RebalancePolicy::Window, &[1]);
+        let (mut c, t) = setup::<C>(&test, strategy, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
         reset_log(&mut c);
-        let a = add(&mut c, &t, 1, Placement::Last, "A");
-        let b = add(&mut c, &t, 1, Placement::Last, "B");
-        let start = Model::read(&mut c, &t, &[1]);
+        let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
+        let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "B");
+        let start = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1)]);
         let committed = std::sync::Mutex::new(Vec::new());
         let all = workers::<C>(&t, level, n, |_, conn, tally| {
             for i in 0..m {
@@ -160,7 +160,7 @@ fn c1<C: TestConn>(keys: bool) {
                 }
             }
         });
-        lock_is_free::<C>(&t, 1);
+        lock_is_free::<C>(&t, ordered_diesel::Id::Int(1));
         let label = format!("C1 {} {level}", C::name());
         // I4: no failure is allowed here
         assert!(all.errors.is_empty(), "{label}: {:?}", all.errors);
@@ -179,7 +179,7 @@ fn c1<C: TestConn>(keys: bool) {
         for (_, id) in &committed {
             replay.insert(1, *id);
         }
-        assert_eq!(ids(&mut c, &t, 1), replay, "{label}: versions disagree");
+        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), replay, "{label}: versions disagree");
         assert!(all.relabels > 0, "{label}: the hot gap never relabelled");
         if keys {
             assert!(all.longest_key <= 64, "{label}: key over the cap");
@@ -205,14 +205,14 @@ fn c2<C: TestConn>(_: ()) {
     let (n, m) = sizes::<C>();
     for level in isolation_levels::<C>() {
         let test = format!("c2_{}", slug(level));
-        let (mut c, t) = setup::<C>(&test, &GAP16, RebalancePolicy::Window, &[1]);
+        let (mut c, t) = setup::<C>(&test, &GAP16, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
         reset_log(&mut c);
-        let a = add(&mut c, &t, 1, Placement::Last, "A");
+        let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
         let items: Vec<Id> = (0..40)
-            .map(|i| add(&mut c, &t, 1, Placement::Last, &format!("i{i}")))
+            .map(|i| add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, &format!("i{i}")))
             .collect();
-        let b = add(&mut c, &t, 1, Placement::Last, "B");
-        let start = Model::read(&mut c, &t, &[1]);
+        let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "B");
+        let start = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1)]);
         let all = workers::<C>(&t, level, n, |w, conn, tally| {
             let mut rng = crate::contention::Rng::new(w as u64 + 1);
             for _ in 0..m {
@@ -232,7 +232,7 @@ fn c2<C: TestConn>(_: ()) {
                 }
             }
         });
-        lock_is_free::<C>(&t, 1);
+        lock_is_free::<C>(&t, ordered_diesel::Id::Int(1));
         let label = format!("C2 {} {level}", C::name());
         assert!(
             all.errors
@@ -311,13 +311,13 @@ fn c3<C: TestConn>(control: bool) {
     };
     for level in levels {
         let test = format!("c3{}_{}", if control { "n" } else { "" }, slug(level));
-        let (mut c, t) = setup::<C>(&test, &TIGHT_WHOLE, RebalancePolicy::Whole, &[1]);
+        let (mut c, t) = setup::<C>(&test, &TIGHT_WHOLE, RebalancePolicy::Whole, &[ordered_diesel::Id::Int(1)]);
         reset_log(&mut c);
-        let a = add(&mut c, &t, 1, Placement::Last, "A");
-        let x = add(&mut c, &t, 1, Placement::Last, "X");
-        let y = add(&mut c, &t, 1, Placement::Last, "Y");
-        add(&mut c, &t, 1, Placement::Last, "Z");
-        let start = Model::read(&mut c, &t, &[1]);
+        let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
+        let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "X");
+        let y = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "Y");
+        add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "Z");
+        let start = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1)]);
         let controls = Controls {
             skip_version_bump: control,
             pause_in_relabel: Some(pause_at_barrier),
@@ -362,7 +362,7 @@ fn c3<C: TestConn>(control: bool) {
             // the stale snapshot must show: a misorder the oracle sees, or a refusal
             let log = crate::oracle::read_log(&mut c);
             let want = start.replay(&log);
-            let got = Model::read(&mut c, &t, &[1]);
+            let got = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1)]);
             assert!(
                 r2.is_err() || got != want,
                 "{label}: the negative control placed T2 correctly, so the oracle has no power"
@@ -387,7 +387,7 @@ fn c3<C: TestConn>(control: bool) {
                 waited >= BARRIER * 2 / 3,
                 "{label}: T2 did not wait for T1 ({waited:?})"
             );
-            let order = ids(&mut c, &t, 1);
+            let order = ids(&mut c, &t, ordered_diesel::Id::Int(1));
             let px = order.iter().position(|&i| i == x).unwrap();
             assert_eq!(
                 &order[px..px + 3],
@@ -405,7 +405,7 @@ fn c3<C: TestConn>(control: bool) {
             tally.lat.push(waited);
             tally.report("C3 relabel racing an insert", C::name(), level);
         }
-        lock_is_free::<C>(&t, 1);
+        lock_is_free::<C>(&t, ordered_diesel::Id::Int(1));
         drop_tables(&mut c, &t);
     }
 }
@@ -417,7 +417,7 @@ fn c4<C: TestConn>(control: bool) {
         return; // one writer at a time: no lock order to get wrong
     }
     let test = if control { "c4_control" } else { "c4" };
-    let (mut c, t) = setup::<C>(test, &GAPPED, RebalancePolicy::Window, &[1, 2, 3]);
+    let (mut c, t) = setup::<C>(test, &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2), ordered_diesel::Id::Int(3)]);
     reset_log(&mut c);
     let pairs = 8;
     let moves = if control { 20 } else { 200 };
@@ -425,11 +425,11 @@ fn c4<C: TestConn>(control: bool) {
     for w in 0..pairs * 2 + 1 {
         let parent = if w % 2 == 0 { 1 } else { 2 };
         items.push((
-            add(&mut c, &t, parent, Placement::Last, &format!("w{w}")),
+            add(&mut c, &t, ordered_diesel::Id::Int(parent), Placement::Last, &format!("w{w}")),
             parent,
         ));
     }
-    let start = Model::read(&mut c, &t, &[1, 2, 3]);
+    let start = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2), ordered_diesel::Id::Int(3)]);
     let controls = Controls {
         lock_in_request_order: control,
         ..Default::default()
@@ -444,11 +444,11 @@ fn c4<C: TestConn>(control: bool) {
         let (item, first) = items[w];
         let o = olog(&t).retry(RetryPolicy::NONE).with_controls(controls);
         let cycle: Vec<Id> = if w == pairs * 2 {
-            vec![2, 3, 1]
+            vec![ordered_diesel::Id::Int(2), ordered_diesel::Id::Int(3), ordered_diesel::Id::Int(1)]
         } else if first == 1 {
-            vec![2, 1]
+            vec![ordered_diesel::Id::Int(2), ordered_diesel::Id::Int(1)]
         } else {
-            vec![1, 2]
+            vec![ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]
         };
         for i in 0..moves {
             let dest = cycle[i % cycle.len()];
@@ -464,7 +464,7 @@ fn c4<C: TestConn>(control: bool) {
     let label = format!("C4 {} control={control}", C::name());
     check_replay(&mut c, &t, &start, &label);
     for p in 1..=3 {
-        lock_is_free::<C>(&t, p);
+        lock_is_free::<C>(&t, ordered_diesel::Id::Int(p));
     }
     if control {
         assert!(
@@ -502,11 +502,11 @@ fn c4<C: TestConn>(control: bool) {
 /// (PostgreSQL `pg_terminate_backend`, MariaDB `KILL`, SQLite: SIGKILL of a child
 /// process). The relabel must be rolled back whole.
 fn c5<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("c5", &TIGHT_WHOLE, RebalancePolicy::Whole, &[1]);
+    let (mut c, t) = setup::<C>("c5", &TIGHT_WHOLE, RebalancePolicy::Whole, &[ordered_diesel::Id::Int(1)]);
     reset_log(&mut c);
-    let a = add(&mut c, &t, 1, Placement::Last, "A");
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
     for i in 0..30 {
-        add(&mut c, &t, 1, Placement::Last, &format!("i{i}"));
+        add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, &format!("i{i}"));
     }
     let label = format!("C5 {}", C::name());
     let mut tally = Tally::default();
@@ -596,8 +596,8 @@ fn c5<C: TestConn>(_: ()) {
         ),
     );
     assert_eq!(parked, 0, "{label}: temporary-range values left behind");
-    sound(&mut c, &t, 1);
-    lock_is_free::<C>(&t, 1);
+    sound(&mut c, &t, ordered_diesel::Id::Int(1));
+    lock_is_free::<C>(&t, ordered_diesel::Id::Int(1));
     tally.commits = 0;
     tally.relabels = 0;
     tally.report("C5 connection killed mid-relabel", C::name(), "default");
@@ -632,12 +632,12 @@ pub fn c5_child() {
 /// C6: deletes racing moves that use the deleted items as subject or anchor.
 fn c6<C: TestConn>(_: ()) {
     let (n, m) = sizes::<C>();
-    let (mut c, t) = setup::<C>("c6", &GAPPED, RebalancePolicy::Window, &[1]);
+    let (mut c, t) = setup::<C>("c6", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
     reset_log(&mut c);
     let items: Vec<Id> = (0..200)
-        .map(|i| add(&mut c, &t, 1, Placement::Last, &format!("i{i}")))
+        .map(|i| add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, &format!("i{i}")))
         .collect();
-    let start = Model::read(&mut c, &t, &[1]);
+    let start = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1)]);
     let deleters = n / 4;
     let not_found = std::sync::Mutex::new(Vec::new());
     let all = workers::<C>(&t, "default", n, |w, conn, tally| {
@@ -671,7 +671,7 @@ fn c6<C: TestConn>(_: ()) {
             }
         }
     });
-    lock_is_free::<C>(&t, 1);
+    lock_is_free::<C>(&t, ordered_diesel::Id::Int(1));
     let label = format!("C6 {}", C::name());
     assert!(
         all.errors.keys().all(|k| k == "NotFound"),
@@ -714,12 +714,12 @@ fn s5<C: TestConn>(_: ()) {
     };
     for level in levels {
         let test = format!("s5_{}", slug(level));
-        let (mut c, t) = setup::<C>(&test, &GAPPED, RebalancePolicy::Window, &[1]);
-        let a = add(&mut c, &t, 1, Placement::Last, "a");
-        let b = add(&mut c, &t, 1, Placement::Last, "b");
+        let (mut c, t) = setup::<C>(&test, &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+        let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+        let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
         let mut tally = Tally::default();
         for round in 0..30 {
-            let v = version(&mut c, &t, 1);
+            let v = version(&mut c, &t, ordered_diesel::Id::Int(1));
             let results: Vec<(Result<ordered_diesel::Outcome, Error>, u64)> =
                 std::thread::scope(|s| {
                     let hs: Vec<_> = [a, b]
@@ -761,7 +761,7 @@ fn s5<C: TestConn>(_: ()) {
                 "{} {level} round {round}: {results:?}",
                 C::name()
             );
-            assert_eq!(version(&mut c, &t, 1), v + 1);
+            assert_eq!(version(&mut c, &t, ordered_diesel::Id::Int(1)), v + 1);
             for r in &results {
                 match r {
                     Ok(o) => tally.outcome(o),

@@ -67,9 +67,9 @@ fn e1<C: TestConn>(_: ()) {
     if C::DIALECT != Dialect::Sqlite {
         return;
     }
-    let (mut c, t) = setup::<C>("e1", &GAPPED, RebalancePolicy::Window, &[1]);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let (mut c, t) = setup::<C>("e1", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let hold = Duration::from_millis(300);
     let log = spy(&mut c);
 
@@ -128,7 +128,7 @@ fn e1<C: TestConn>(_: ()) {
     // (c) the negative control
     let mut reader = C::open(&t.db);
     reader.exec("BEGIN DEFERRED");
-    let _ = ids(&mut reader, &t, 1);
+    let _ = ids(&mut reader, &t, ordered_diesel::Id::Int(1));
     ord(&t).move_to_end(&mut c, a).unwrap();
     let t0 = Instant::now();
     let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
@@ -194,7 +194,7 @@ fn e1<C: TestConn>(_: ()) {
     assert!(all.errors.is_empty(), "E1d: {:?}", all.errors);
     assert_eq!(all.commits, 200);
     assert!(start.elapsed() < Duration::from_secs(60));
-    sound(&mut c, &t, 1);
+    sound(&mut c, &t, ordered_diesel::Id::Int(1));
     all.report("E1d pool of 2, 8 workers", C::name(), "WAL");
     drop_tables(&mut c, &t);
 }
@@ -207,11 +207,11 @@ fn e2<C: TestConn>(_: ()) {
     if C::DIALECT != Dialect::Mysql {
         return;
     }
-    let (mut c, t) = setup::<C>("e2", &GAPPED, RebalancePolicy::Window, &[1, 2]);
-    let x = add(&mut c, &t, 1, Placement::Last, "x");
-    add(&mut c, &t, 1, Placement::Last, "y");
-    let before = Model::read(&mut c, &t, &[1, 2]);
-    let (v1, v2) = (version(&mut c, &t, 1), version(&mut c, &t, 2));
+    let (mut c, t) = setup::<C>("e2", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
+    let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "x");
+    add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "y");
+    let before = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
+    let (v1, v2) = (version(&mut c, &t, ordered_diesel::Id::Int(1)), version(&mut c, &t, ordered_diesel::Id::Int(2)));
     let mut holder = C::open(&t.db);
     holder.exec("BEGIN");
     holder.exec(&format!(
@@ -236,13 +236,13 @@ fn e2<C: TestConn>(_: ()) {
         "E2: {e}"
     );
     assert_eq!(
-        (version(&mut c, &t, 1), version(&mut c, &t, 2)),
+        (version(&mut c, &t, ordered_diesel::Id::Int(1)), version(&mut c, &t, ordered_diesel::Id::Int(2))),
         (v1, v2),
         "E2: the caller's commit kept part of the failed operation"
     );
-    assert_eq!(Model::read(&mut c, &t, &[1, 2]), before, "E2");
-    lock_is_free::<C>(&t, 1);
-    lock_is_free::<C>(&t, 2);
+    assert_eq!(Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]), before, "E2");
+    lock_is_free::<C>(&t, ordered_diesel::Id::Int(1));
+    lock_is_free::<C>(&t, ordered_diesel::Id::Int(2));
     let mut tally = Tally::default();
     tally.error(&e);
     tally.lat.push(waited);
@@ -262,11 +262,11 @@ fn e3<C: TestConn>(_: ()) {
     if C::DIALECT == Dialect::Sqlite {
         return;
     }
-    let (mut c, t) = setup::<C>("e3", &GAPPED, RebalancePolicy::Window, &[1]);
+    let (mut c, t) = setup::<C>("e3", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
     reset_log(&mut c);
-    let a = add(&mut c, &t, 1, Placement::Last, "A");
-    add(&mut c, &t, 1, Placement::Last, "B");
-    let start = Model::read(&mut c, &t, &[1]);
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
+    add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "B");
+    let start = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1)]);
     let level = "REPEATABLE READ";
     let sql = Mutex::new(Vec::new());
     let all = crate::threads(2, |w, tally| {
@@ -276,7 +276,7 @@ fn e3<C: TestConn>(_: ()) {
         for i in 0..100 {
             let t0 = Instant::now();
             let (r, retries) = in_callers_txn(&mut conn, |c| {
-                let _ = ids(c, &t, 1);
+                let _ = ids(c, &t, ordered_diesel::Id::Int(1));
                 olog(&t).insert_after(c, 1, a, |c, s| c.insert_item(&t, &format!("w{w}-{i}"), &s))
             });
             tally.lat.push(t0.elapsed());
@@ -366,7 +366,7 @@ fn insert_keys<C: TestConn>(c: &mut C, table: &str, keys: &[String]) -> diesel::
 /// collation, MariaDB `utf8mb4_general_ci` and SQLite NOCASE / RTRIM columns fail the
 /// probe and misorder or reject those keys.
 fn e4<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("e4", &KEYS, RebalancePolicy::Window, &[1]);
+    let (mut c, t) = setup::<C>("e4", &KEYS, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
     let keys = random_keys(1000);
     let mut bytes = keys.clone();
     bytes.sort();
@@ -467,33 +467,33 @@ fn e5<C: TestConn>(_: ()) {
     if C::DIALECT != Dialect::Postgres {
         return;
     }
-    let (mut c, t) = setup::<C>("e5", &TIGHT, RebalancePolicy::Window, &[1, 2]);
+    let (mut c, t) = setup::<C>("e5", &TIGHT, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
     let log = spy(&mut c);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     for i in 0..20 {
-        add(&mut c, &t, 1, Placement::After(a), &format!("h{i}"));
+        add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::After(a), &format!("h{i}"));
     }
     let o = ord(&t);
     o.move_to_start(&mut c, b).unwrap();
     o.move_to_parent(&mut c, b, 2, Placement::Last).unwrap();
     o.rebalance(&mut c, 1).unwrap();
-    let mut reversed = ids(&mut c, &t, 1);
+    let mut reversed = ids(&mut c, &t, ordered_diesel::Id::Int(1));
     reversed.reverse();
     o.reorder(&mut c, 1, &reversed).unwrap();
     o.remove(&mut c, b).unwrap();
     // a key relabel of more than one chunk: the one place the library defers the key
     let keys = tables("e5k", &KEYS, RebalancePolicy::Window, t.db.clone());
-    reset(&mut c, &keys, &[1]);
+    reset(&mut c, &keys, &[ordered_diesel::Id::Int(1)]);
     for i in 0..250 {
-        add(&mut c, &keys, 1, Placement::Last, &format!("k{i}"));
+        add(&mut c, &keys, ordered_diesel::Id::Int(1), Placement::Last, &format!("k{i}"));
     }
-    let mut reversed = ids(&mut c, &keys, 1);
+    let mut reversed = ids(&mut c, &keys, ordered_diesel::Id::Int(1));
     reversed.reverse();
     let r = ord(&keys).reorder(&mut c, 1, &reversed).unwrap();
     assert!(r.rows_written > 200, "E5: {r:?}");
     ord(&keys).rebalance(&mut c, 1).unwrap();
-    sound(&mut c, &keys, 1);
+    sound(&mut c, &keys, ordered_diesel::Id::Int(1));
     drop_tables(&mut c, &keys);
     let sql = log.lock().unwrap().clone();
     assert!(sql.len() > 50, "E5: too few statements logged");
@@ -533,8 +533,8 @@ fn e5<C: TestConn>(_: ()) {
     );
 
     // a duplicate left for COMMIT
-    let before = Model::read(&mut c, &t, &[1]);
-    let v = version(&mut c, &t, 1);
+    let before = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1)]);
+    let v = version(&mut c, &t, ordered_diesel::Id::Int(1));
     let mut tally = Tally::default();
     for (i, immediate) in [false, true].into_iter().enumerate() {
         c.exec(&format!(
@@ -580,16 +580,16 @@ fn e5<C: TestConn>(_: ()) {
             "E5 immediate={immediate}: where the error was raised"
         );
         assert_eq!(
-            Model::read(&mut c, &t, &[1]),
+            Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1)]),
             before,
             "E5: the collection changed"
         );
-        assert_eq!(version(&mut c, &t, 1), v);
+        assert_eq!(version(&mut c, &t, ordered_diesel::Id::Int(1)), v);
         tally.error(&err);
         tally.retries += 1;
         let _ = i;
     }
-    lock_is_free::<C>(&t, 1);
+    lock_is_free::<C>(&t, ordered_diesel::Id::Int(1));
     tally.report(
         "E5 deferrable key: no ON CONFLICT, duplicate at COMMIT",
         C::name(),

@@ -90,9 +90,9 @@ fn r1<C: TestConn>(_: ()) {
     if C::DIALECT == Dialect::Sqlite {
         return; // SQLITE_BUSY retries: E1 (a)
     }
-    let (mut c, t) = setup::<C>("r1", &GAPPED, RebalancePolicy::Window, &[1]);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    add(&mut c, &t, 1, Placement::Last, "b");
+    let (mut c, t) = setup::<C>("r1", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let max = RetryPolicy::default().max_attempts;
     let uq = t.spec.unique_name();
     let retryable: Vec<(&str, String)> = match C::DIALECT {
@@ -131,7 +131,7 @@ fn r1<C: TestConn>(_: ()) {
     for (code, msg) in &retryable {
         for k in [2, i64::from(max)] {
             inject(&mut c, &t, code, msg, k);
-            let before = Model::read(&mut c, &t, &[1]);
+            let before = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1)]);
             log.lock().unwrap().clear();
             let mut calls = 0;
             let t0 = Instant::now();
@@ -162,7 +162,7 @@ fn r1<C: TestConn>(_: ()) {
                 );
                 assert_eq!(calls, max, "{label}");
                 assert_eq!(
-                    Model::read(&mut c, &t, &[1]),
+                    Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1)]),
                     before,
                     "{label}: a write survived"
                 );
@@ -213,7 +213,7 @@ fn r1<C: TestConn>(_: ()) {
     uninject(&mut c, &t);
     // domain refusals run once
     log.lock().unwrap().clear();
-    let v = version(&mut c, &t, 1);
+    let v = version(&mut c, &t, ordered_diesel::Id::Int(1));
     let e = ord(&t)
         .expect_version(v + 5)
         .move_to_start(&mut c, a)
@@ -230,7 +230,7 @@ fn r1<C: TestConn>(_: ()) {
         .count();
     assert_eq!(begins, 1, "R1: VersionConflict was retried");
     tally.error(&e);
-    sound(&mut c, &t, 1);
+    sound(&mut c, &t, ordered_diesel::Id::Int(1));
     tally.report("R1 injected failures", C::name(), "READ COMMITTED");
     drop_tables(&mut c, &t);
 }
@@ -327,10 +327,10 @@ fn r2<C: TestConn>(_: ()) {
     if C::DIALECT == Dialect::Sqlite {
         return;
     }
-    let (mut c, t) = setup::<C>("r2", &GAPPED, RebalancePolicy::Window, &[1]);
+    let (mut c, t) = setup::<C>("r2", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
     reset_log(&mut c);
-    let a = add(&mut c, &t, 1, Placement::Last, "a");
-    let b = add(&mut c, &t, 1, Placement::Last, "b");
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let url = std::env::var(match C::DIALECT {
         Dialect::Postgres => "ORDERED_PG_URL",
         _ => "ORDERED_MYSQL_URL",
@@ -355,7 +355,7 @@ fn r2<C: TestConn>(_: ()) {
         let applied = mode == CUT_AFTER_COMMIT;
         let label = format!("R2 {} applied={applied}", C::name());
         // an idempotent insert with a client-chosen id
-        let id: Id = 1_000_000 + i as Id;
+        let id = Id::Int(1_000_000 + i as i64);
         let insert = |c: &mut C, s: ordered_diesel::Slot| {
             let pos = match s.position {
                 ordered_diesel::Position::Int(p) => p,
@@ -408,12 +408,12 @@ fn r2<C: TestConn>(_: ()) {
             (Ok(r), false) => tally.outcome(&r.outcome),
             (other, _) => panic!("{label}: the retry gave {other:?}"),
         }
-        let rows = ids(&mut c, &t, 1).iter().filter(|&&x| x == id).count();
+        let rows = ids(&mut c, &t, ordered_diesel::Id::Int(1)).iter().filter(|&&x| x == id).count();
         assert_eq!(rows, 1, "{label}: {rows} rows with the client's id");
 
         // a move: its fate is in the log
         c.exec(&format!("DELETE FROM {}", crate::oracle::LOG));
-        let start = Model::read(&mut c, &t, &[1]);
+        let start = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1)]);
         let mut via_proxy = C::open_url(&proxied);
         proxy.mode.store(mode, AtomicOrdering::SeqCst);
         let e = olog(&t)
@@ -433,7 +433,7 @@ fn r2<C: TestConn>(_: ()) {
         // b back at the end for the next round
         ord(&t).move_to_end(&mut c, b).unwrap();
     }
-    lock_is_free::<C>(&t, 1);
+    lock_is_free::<C>(&t, ordered_diesel::Id::Int(1));
     tally.report("R2 commit cut by a proxy", C::name(), "READ COMMITTED");
     drop_tables(&mut c, &t);
 }

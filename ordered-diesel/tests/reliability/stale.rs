@@ -27,7 +27,7 @@ fn refused<C: TestConn>(
     label: &str,
     tally: &mut Tally,
 ) {
-    let before = Model::read(c, t, &[1, 2]);
+    let before = Model::read(c, t, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
     let err = r.expect_err(label);
     assert_eq!(err.ordering(), Some(want), "{label}: {err}");
     assert!(!err.is_retryable(), "{label}");
@@ -35,26 +35,26 @@ fn refused<C: TestConn>(
         read_log(c).is_empty(),
         "{label}: a refused request was logged"
     );
-    assert_eq!(Model::read(c, t, &[1, 2]), before, "{label}");
+    assert_eq!(Model::read(c, t, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]), before, "{label}");
     tally.error(&err);
 }
 
 fn stale<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("stale", &GAPPED, RebalancePolicy::Window, &[1, 2]);
+    let (mut c, t) = setup::<C>("stale", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
     reset_log(&mut c);
-    let a = add(&mut c, &t, 1, Placement::Last, "A");
-    let b = add(&mut c, &t, 1, Placement::Last, "B");
-    let x = add(&mut c, &t, 1, Placement::Last, "X");
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
+    let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "B");
+    let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "X");
     let mut tally = Tally::default();
     let t0 = Instant::now();
-    let v = |c: &mut C| (version(c, &t, 1), version(c, &t, 2));
+    let v = |c: &mut C| (version(c, &t, ordered_diesel::Id::Int(1)), version(c, &t, ordered_diesel::Id::Int(2)));
     let name = C::name();
 
     // S1: the client read [A, B, X] and asks for X between A and B, but C came in
     let c_id: Id = add(
         &mut c,
         &t,
-        1,
+        ordered_diesel::Id::Int(1),
         Placement::Between {
             prev: Some(a),
             next: Some(b),
@@ -78,7 +78,7 @@ fn stale<C: TestConn>(_: ()) {
     let r = olog(&t).move_after(&mut c, x, c_id);
     let want = OrderingError::NotInCollection {
         id: c_id,
-        parent: 1,
+        parent: ordered_diesel::Id::Int(1),
     };
     refused(&mut c, &t, r, &want, &format!("S2 {name}"), &mut tally);
     assert_eq!(v(&mut c), before, "S2 {name}: a version moved");
@@ -106,7 +106,7 @@ fn stale<C: TestConn>(_: ()) {
     ord(&t).move_to_end(&mut c, a).unwrap();
     let r = olog(&t).expect_version(v1).move_to_start(&mut c, x);
     let want = OrderingError::VersionConflict {
-        parent: 1,
+        parent: ordered_diesel::Id::Int(1),
         expected: v1,
         actual: v1 + 1,
     };
@@ -116,7 +116,7 @@ fn stale<C: TestConn>(_: ()) {
         .expect_version(v1)
         .insert_last(&mut c, 77, |c, s| c.insert_item(&t, "orphan", &s))
         .map(|r| r.outcome);
-    let want = OrderingError::ParentNotFound { parent: 77 };
+    let want = OrderingError::ParentNotFound { parent: ordered_diesel::Id::Int(77) };
     refused(
         &mut c,
         &t,
@@ -135,9 +135,9 @@ fn stale<C: TestConn>(_: ()) {
     refused(&mut c, &t, r, &want, &format!("B5 swap {name}"), &mut tally);
     assert_eq!(v(&mut c), before, "B5 {name}: a version moved");
 
-    sound(&mut c, &t, 1);
-    lock_is_free::<C>(&t, 1);
-    lock_is_free::<C>(&t, 2);
+    sound(&mut c, &t, ordered_diesel::Id::Int(1));
+    lock_is_free::<C>(&t, ordered_diesel::Id::Int(1));
+    lock_is_free::<C>(&t, ordered_diesel::Id::Int(2));
     tally.lat.push(t0.elapsed());
     tally.report(
         "S1-S4 stale requests, B5 self reference (strict mode)",

@@ -83,6 +83,8 @@ pub fn spec_for(
         position: "position",
         parent_table: leak(format!("s_{test}_p")),
         parent_id: "id",
+        id_type: ordered_core::KeyType::Int,
+        parent_type: ordered_core::KeyType::Int,
         version: Some("version"),
         unique: None,
         strategy,
@@ -159,16 +161,16 @@ pub async fn insert_item(
             q("title"),
             q("position")
         ),
-        [slot.parent.into(), title.into(), pos],
+        [slot.scope::<i64>()?.into(), title.into(), pos],
     );
     if d == Dialect::Mysql {
-        return Ok(txn.execute_raw(stmt).await?.last_insert_id() as Id);
+        return Ok(Id::Int(txn.execute_raw(stmt).await?.last_insert_id() as i64));
     }
     let row = txn
         .query_one_raw(stmt)
         .await?
         .ok_or_else(|| DbErr::RecordNotInserted)?;
-    row.try_get::<i64>("", "id")
+    row.try_get::<i64>("", "id").map(Id::Int)
 }
 
 pub fn inserter(

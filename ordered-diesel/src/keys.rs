@@ -1,0 +1,67 @@
+//! Which `table!` SQL types can hold item and scope keys, and which model field types
+//! read them: what `#[derive(Ordered)]` checks at compile time, so that a model whose
+//! key field does not match its column is a compile error on that field, not a cast
+//! failure at run time.
+//!
+//! | SQL type (`table!`) | field type | [`KeyType`] |
+//! |---|---|---|
+//! | `BigInt`, `Integer`, `SmallInt` | `i64`, `i32`, `i16` | [`KeyType::Int`] |
+//! | `Uuid` (PostgreSQL, feature `uuid`) | `uuid::Uuid` | [`KeyType::Uuid`] |
+//! | `Binary` (MySQL `BINARY(16)`, an SQLite blob) | `Vec<u8>` (16 bytes) | [`KeyType::Uuid`] |
+//! | `Text` (`VARCHAR`, `CHAR(36)`, MariaDB's `UUID`) | `String` | [`KeyType::Text`] |
+//!
+//! Diesel maps `uuid::Uuid` to PostgreSQL's `uuid` only; on MySQL and SQLite a UUID
+//! column is `Binary` with a `Vec<u8>` field (pass `Id::from(Uuid::from_slice(&v)?)`),
+//! or `Text` with a `String` field.
+
+use diesel::sql_types::{BigInt, Binary, Integer, SmallInt, Text};
+use ordered_core::KeyType;
+
+/// A `table!` SQL type that can hold keys, and how the library binds and reads it.
+#[diagnostic::on_unimplemented(
+    message = "a column of SQL type `{Self}` cannot hold an ordered table's keys",
+    note = "key and scope columns are `BigInt`, `Integer`, `SmallInt`, `Uuid` (PostgreSQL), `Binary` (16-byte UUIDs) or `Text`; a nullable scope (a tree's root list) is not supported yet"
+)]
+pub trait KeyColumn {
+    /// How the column stores keys.
+    const TYPE: KeyType;
+}
+
+/// A model field type that reads keys from a column of SQL type `ST`.
+#[diagnostic::on_unimplemented(
+    message = "the key field's type `{Self}` does not match its column's SQL type `{ST}`",
+    note = "use `i64` for `BigInt`, `i32` for `Integer`, `i16` for `SmallInt`, `uuid::Uuid` for `Uuid`, `Vec<u8>` for `Binary` and `String` for `Text`"
+)]
+pub trait KeyField<ST> {}
+
+/// The scope column and the parent table's key column have the same SQL type.
+#[diagnostic::on_unimplemented(
+    message = "the scope column's SQL type `{Self}` differs from the parent key's `{ST}`",
+    note = "the scope column holds the parent row's key: give both columns the same type"
+)]
+pub trait SameKey<ST> {}
+impl<T> SameKey<T> for T {}
+
+macro_rules! keys {
+    ($($st:ty => $ty:expr, $field:ty;)*) => {$(
+        impl KeyColumn for $st {
+            const TYPE: KeyType = $ty;
+        }
+        impl KeyField<$st> for $field {}
+    )*};
+}
+keys! {
+    BigInt => KeyType::Int, i64;
+    Integer => KeyType::Int, i32;
+    SmallInt => KeyType::Int, i16;
+    Text => KeyType::Text, String;
+    Binary => KeyType::Uuid, Vec<u8>;
+}
+
+#[cfg(any(feature = "postgres", feature = "async-postgres"))]
+impl KeyColumn for diesel::sql_types::Uuid {
+    const TYPE: KeyType = KeyType::Uuid;
+}
+
+#[cfg(all(feature = "uuid", any(feature = "postgres", feature = "async-postgres")))]
+impl KeyField<diesel::sql_types::Uuid> for uuid::Uuid {}
