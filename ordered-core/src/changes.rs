@@ -178,7 +178,12 @@ mod tests {
             parent: Id::Int(1),
             position: Position::Int(pos),
         };
-        let batch = [change(Id::Int(3), 10), change(Id::Int(1), 20), change(Id::Int(3), 30), change(Id::Int(4), 40)];
+        let batch = [
+            change(Id::Int(3), 10),
+            change(Id::Int(1), 20),
+            change(Id::Int(3), 30),
+            change(Id::Int(4), 40),
+        ];
         let mut one = Changes::default();
         let mut all = Changes::default();
         for c in [&mut one, &mut all] {

@@ -236,8 +236,9 @@ impl TryFrom<Id> for String {
 pub trait Key: Sized {
     /// How a column of this type stores it by default.
     const TYPE: KeyType;
-    /// This key as an [`Id`]; an error for a string longer than [`MAX_TEXT_KEY`].
-    fn to_id(&self) -> Result<Id, KeyTooLong>;
+    /// This key as an [`Id`]; `None` for a string longer than [`MAX_TEXT_KEY`] bytes
+    /// or bytes that are not 16.
+    fn to_id(&self) -> Option<Id>;
     /// The key an [`Id`] holds, if it has this type's shape.
     fn from_id(id: Id) -> Option<Self>;
 }
@@ -246,8 +247,8 @@ macro_rules! key_int {
     ($($t:ty),*) => {$(
         impl Key for $t {
             const TYPE: KeyType = KeyType::Int;
-            fn to_id(&self) -> Result<Id, KeyTooLong> {
-                Ok(Id::from(*self))
+            fn to_id(&self) -> Option<Id> {
+                Some(Id::from(*self))
             }
             fn from_id(id: Id) -> Option<Self> {
                 <$t>::try_from(id).ok()
@@ -259,8 +260,8 @@ key_int!(i16, i32, i64);
 
 impl Key for Uuid {
     const TYPE: KeyType = KeyType::Uuid;
-    fn to_id(&self) -> Result<Id, KeyTooLong> {
-        Ok(Id::Uuid(*self))
+    fn to_id(&self) -> Option<Id> {
+        Some(Id::Uuid(*self))
     }
     fn from_id(id: Id) -> Option<Self> {
         id.as_uuid()
@@ -269,11 +270,23 @@ impl Key for Uuid {
 
 impl Key for String {
     const TYPE: KeyType = KeyType::Text;
-    fn to_id(&self) -> Result<Id, KeyTooLong> {
-        Id::text(self)
+    fn to_id(&self) -> Option<Id> {
+        Id::text(self).ok()
     }
     fn from_id(id: Id) -> Option<Self> {
         id.as_str().map(str::to_owned)
+    }
+}
+
+/// A UUID as its 16 bytes: how Diesel reads a `BINARY(16)` (MySQL) or blob (SQLite)
+/// column.
+impl Key for Vec<u8> {
+    const TYPE: KeyType = KeyType::Uuid;
+    fn to_id(&self) -> Option<Id> {
+        Uuid::from_slice(self).ok().map(Id::Uuid)
+    }
+    fn from_id(id: Id) -> Option<Self> {
+        id.as_uuid().map(|u| u.as_bytes().to_vec())
     }
 }
 

@@ -16,8 +16,8 @@
 //! assert!(m.down_sql().contains("DROP COLUMN \"position\""));
 //! ```
 
-use crate::position::{MAX_POSITION, PARK_POSITION, PositionKind};
 use crate::id::KeyType;
+use crate::position::{MAX_POSITION, PARK_POSITION, PositionKind};
 use crate::spec::Spec;
 use crate::sql::{Dialect, quote};
 

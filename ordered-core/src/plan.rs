@@ -152,10 +152,9 @@ impl Request {
     pub fn misfit(&self, spec: &Spec) -> Option<(Id, crate::KeyType)> {
         let (items, scope): (Vec<Id>, Option<Id>) = match self {
             Request::Insert { parent, at } => (at.anchors().collect(), Some(*parent)),
-            Request::Move { item, at } => (
-                std::iter::once(*item).chain(at.anchors()).collect(),
-                None,
-            ),
+            Request::Move { item, at } => {
+                (std::iter::once(*item).chain(at.anchors()).collect(), None)
+            }
             Request::MoveToParent { item, parent, at } => (
                 std::iter::once(*item).chain(at.anchors()).collect(),
                 Some(*parent),

@@ -101,7 +101,9 @@ pub struct Wire {
 /// A value the database handed back that does not parse as the key or position its
 /// column should hold (a spec whose key types do not match the table).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the database returned {value:?} where {expected} was expected: check the model's key types against the table")]
+#[error(
+    "the database returned {value:?} where {expected} was expected: check the model's key types against the table"
+)]
 pub struct DecodeError {
     /// The text returned.
     pub value: String,
@@ -247,11 +249,10 @@ impl B {
         match id {
             Id::Int(v) => self.i(v),
             Id::Uuid(u) => match (ty, self.d) {
-                (KeyType::Uuid, Dialect::Postgres) => {
-                    self.s("CAST(")
-                        .bind(Arg::Text(u.hyphenated().to_string()))
-                        .s(" AS UUID)")
-                }
+                (KeyType::Uuid, Dialect::Postgres) => self
+                    .s("CAST(")
+                    .bind(Arg::Text(u.hyphenated().to_string()))
+                    .s(" AS UUID)"),
                 (KeyType::Uuid, _) => self.bind(Arg::Bytes(u.as_bytes().to_vec())),
                 _ => self.bind(Arg::Text(u.hyphenated().to_string())),
             },

@@ -102,7 +102,12 @@ fn neighbour_reads_lock_on_mysql_only() {
         sql::read(Dialect::Sqlite, &TRACKS, &r, true).sql,
         r#"SELECT "id" AS o_id, "playlist_id" AS o_parent, "position" AS o_pos FROM "tracks" WHERE "playlist_id" = ? AND "position" > ? AND "id" <> ? ORDER BY "position" LIMIT ?"#
     );
-    let keys = sql::read(Dialect::Mysql, &CARDS, &Read::Item { id: Id::Int(4) }, false);
+    let keys = sql::read(
+        Dialect::Mysql,
+        &CARDS,
+        &Read::Item { id: Id::Int(4) },
+        false,
+    );
     assert_eq!(
         keys.sql,
         "SELECT CAST(`id` AS SIGNED) AS o_id, CAST(`column_id` AS SIGNED) AS o_parent, CAST(`rank` AS CHAR) AS o_pos FROM `cards` WHERE `id` = ?"

@@ -407,9 +407,7 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
     }
 
     // the key types come from the `table!` columns; the fields must read them
-    let sql_type = |t: &Path, c: &Ident| {
-        quote_spanned!(c.span()=> <#t::#c as ::ordered_diesel::__private::diesel::Expression>::SqlType)
-    };
+    let sql_type = |t: &Path, c: &Ident| quote_spanned!(c.span()=> <#t::#c as ::ordered_diesel::__private::diesel::Expression>::SqlType);
     let id_st = sql_type(&table, &id_ident);
     let scope_st = sql_type(&table, &scope);
     let pk_st = sql_type(&parent, &parent_key);
@@ -424,13 +422,11 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
                 continue;
             };
             let ty = &f.ty;
-            checks.push(quote_spanned!(ty.span()=> key_field::<#ty, #st>();));
+            checks.push(quote_spanned!(ty.span()=> key_field::<<#ty as ::ordered_diesel::KeyField>::Sql, #st>();));
         }
     }
     let same_key = quote_spanned!(scope.span()=> same_key::<#scope_st, #pk_st>(););
-    let key_type = |st: &TokenStream2, span: Span| {
-        quote_spanned!(span=> <#st as ::ordered_diesel::KeyColumn>::TYPE)
-    };
+    let key_type = |st: &TokenStream2, span: Span| quote_spanned!(span=> <#st as ::ordered_diesel::KeyColumn>::TYPE);
     let id_type = key_type(&id_st, id_ident.span());
     let parent_type = key_type(&scope_st, scope.span());
 
@@ -455,7 +451,7 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
             }
             #[allow(dead_code)]
             fn check_keys() {
-                fn key_field<F: ::ordered_diesel::KeyField<ST>, ST>() {}
+                fn key_field<F: ::ordered_diesel::keys::ReadsColumn<ST>, ST>() {}
                 fn same_key<A: ::ordered_diesel::keys::SameKey<B>, B>() {}
                 #(#checks)*
                 #same_key

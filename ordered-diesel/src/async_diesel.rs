@@ -393,7 +393,8 @@ impl Ordering {
                     // a cluster that aborted the transaction may still answer COMMIT with
                     // success; the GTID tells whether it wrote anything
                     Ok(()) if galera => {
-                        committed(conn.run(&sql::galera::unchanged(), Wire::PLAIN).await).map(|()| v)
+                        committed(conn.run(&sql::galera::unchanged(), Wire::PLAIN).await)
+                            .map(|()| v)
                     }
                     Ok(()) => Ok(v),
                     Err(e) => Err(commit_error(e)),
@@ -403,7 +404,11 @@ impl Ordering {
         };
         // on a node, statements may have escaped before the failure (see the sync one)
         let e = if galera {
-            escaped(e, conn.run(&sql::galera::unchanged(), Wire::PLAIN).await, locked)
+            escaped(
+                e,
+                conn.run(&sql::galera::unchanged(), Wire::PLAIN).await,
+                locked,
+            )
         } else {
             e
         };
@@ -884,7 +889,11 @@ impl Ordering {
     }
 
     /// [`crate::Ordering::index_of`].
-    pub async fn index_of<C: AsyncOrderedConnection>(&self, conn: &mut C, item: impl Into<Id>) -> Result<u64> {
+    pub async fn index_of<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: impl Into<Id>,
+    ) -> Result<u64> {
         let item = self.s.item_key(item.into())?;
         let item_read = ordered_core::plan::Read::Item { id: item };
         let stmt = sql::read(C::DIALECT, &self.s.spec, &item_read, false);

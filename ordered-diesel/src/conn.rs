@@ -42,8 +42,8 @@ pub trait OrderedConnection:
 pub(crate) mod rows {
     use diesel::backend::Backend;
     use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
-    use diesel::serialize::ToSql;
     use diesel::result::{Error as DieselError, QueryResult};
+    use diesel::serialize::ToSql;
     use diesel::sql_types::{BigInt, Binary, HasSqlType, Nullable, Text};
     use ordered_core::{Arg, Id, Position, Reply, Row, Statement, Wire};
 
@@ -125,18 +125,26 @@ pub(crate) mod rows {
 
     /// The reply to a [`ordered_core::Returns::Tagged`] statement.
     pub(crate) fn tagged_int(rows: Vec<TaggedIntRow>) -> Reply {
-        tagged(
-            rows.into_iter()
-                .map(|r| (r.o_q, Id::Int(r.o_id), Id::Int(r.o_parent), Position::Int(r.o_pos))),
-        )
+        tagged(rows.into_iter().map(|r| {
+            (
+                r.o_q,
+                Id::Int(r.o_id),
+                Id::Int(r.o_parent),
+                Position::Int(r.o_pos),
+            )
+        }))
     }
 
     /// The reply to a [`ordered_core::Returns::Tagged`] statement on a key table.
     pub(crate) fn tagged_key(rows: Vec<TaggedKeyRow>) -> Reply {
-        tagged(
-            rows.into_iter()
-                .map(|r| (r.o_q, Id::Int(r.o_id), Id::Int(r.o_parent), Position::Key(r.o_pos))),
-        )
+        tagged(rows.into_iter().map(|r| {
+            (
+                r.o_q,
+                Id::Int(r.o_id),
+                Id::Int(r.o_parent),
+                Position::Key(r.o_pos),
+            )
+        }))
     }
 
     fn tagged(rows: impl Iterator<Item = (i64, Id, Id, Position)>) -> Reply {
@@ -305,7 +313,12 @@ pub(crate) mod rows {
     /// Tagged rows of a text wire.
     pub(crate) fn text_tagged(wire: Wire, rows: Vec<TaggedTextRow>) -> QueryResult<Reply> {
         rows.into_iter()
-            .map(|r| Ok((r.o_q, wire.row(&r.o_id, &r.o_parent, r.o_pos).map_err(decode)?)))
+            .map(|r| {
+                Ok((
+                    r.o_q,
+                    wire.row(&r.o_id, &r.o_parent, r.o_pos).map_err(decode)?,
+                ))
+            })
             .collect::<QueryResult<_>>()
             .map(Reply::Tagged)
     }

@@ -104,7 +104,7 @@ impl Error {
     /// ```
     /// use ordered_diesel::{Error, OrderingError, Status};
     ///
-    /// let e = Error::from(OrderingError::VersionConflict { parent: 1, expected: 3, actual: 4 });
+    /// let e = Error::from(OrderingError::VersionConflict { parent: 1.into(), expected: 3, actual: 4 });
     /// assert_eq!((e.code(), e.status().http()), ("version_conflict", 409));
     /// ```
     pub fn status(&self) -> Status {

@@ -27,12 +27,23 @@ pub trait KeyColumn {
     const TYPE: KeyType;
 }
 
-/// A model field type that reads keys from a column of SQL type `ST`.
+/// A model field type that can hold keys, with the SQL type it reads.
 #[diagnostic::on_unimplemented(
-    message = "the key field's type `{Self}` does not match its column's SQL type `{ST}`",
+    message = "`{Self}` cannot be an ordered table's key or scope field",
+    note = "key fields are `i64` (`BigInt`), `i32` (`Integer`), `i16` (`SmallInt`), `uuid::Uuid` (`Uuid`, PostgreSQL), `Vec<u8>` (`Binary`) or `String` (`Text`)"
+)]
+pub trait KeyField {
+    /// The SQL type of the column it reads.
+    type Sql;
+}
+
+/// The SQL type a key field reads (`Self`) is its column's (`ST`).
+#[diagnostic::on_unimplemented(
+    message = "the key field reads SQL type `{Self}`, but its column is `{ST}`",
     note = "use `i64` for `BigInt`, `i32` for `Integer`, `i16` for `SmallInt`, `uuid::Uuid` for `Uuid`, `Vec<u8>` for `Binary` and `String` for `Text`"
 )]
-pub trait KeyField<ST> {}
+pub trait ReadsColumn<ST> {}
+impl<T> ReadsColumn<T> for T {}
 
 /// The scope column and the parent table's key column have the same SQL type.
 #[diagnostic::on_unimplemented(
@@ -47,7 +58,11 @@ macro_rules! keys {
         impl KeyColumn for $st {
             const TYPE: KeyType = $ty;
         }
-        impl KeyField<$st> for $field {}
+        // the notes above say which field type reads which column
+        #[diagnostic::do_not_recommend]
+        impl KeyField for $field {
+            type Sql = $st;
+        }
     )*};
 }
 keys! {
@@ -63,5 +78,11 @@ impl KeyColumn for diesel::sql_types::Uuid {
     const TYPE: KeyType = KeyType::Uuid;
 }
 
-#[cfg(all(feature = "uuid", any(feature = "postgres", feature = "async-postgres")))]
-impl KeyField<diesel::sql_types::Uuid> for uuid::Uuid {}
+#[cfg(all(
+    feature = "uuid",
+    any(feature = "postgres", feature = "async-postgres")
+))]
+#[diagnostic::do_not_recommend]
+impl KeyField for uuid::Uuid {
+    type Sql = diesel::sql_types::Uuid;
+}

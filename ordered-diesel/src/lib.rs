@@ -17,14 +17,14 @@
 //! let demo = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "Demo"))?.value;
 //! let credits = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "Credits"))?.value;
 //! Track::move_before(conn, credits, demo)?;            // writes one row
-//! let setup = Track::insert_between(conn, 1, Some(credits), Some(demo), |c, slot| {
+//! let setup = Track::insert_between(conn, 1, Some(credits.into()), Some(demo.into()), |c, slot| {
 //!     new_track(c, slot, "Setup")
 //! })?;
-//! let ids: Vec<i64> = Track::list(conn, 1)?.iter().map(|r| r.id).collect();
+//! let ids: Vec<ordered_diesel::Id> = Track::list(conn, 1)?.iter().map(|r| r.id).collect();
 //! assert_eq!(ids, [intro, credits, setup.value, demo]);
 //!
 //! // a client that read the list before Setup arrived is refused, and nothing changes
-//! let stale = Track::move_between(conn, intro, Some(credits), Some(demo));
+//! let stale = Track::move_between(conn, intro, Some(credits.into()), Some(demo.into()));
 //! assert!(matches!(
 //!     stale.unwrap_err().ordering(),
 //!     Some(ordered_diesel::OrderingError::StaleNeighbours { .. })
@@ -50,6 +50,12 @@
 //! | `policy` | no (`window`) | `window`, `whole` or `never` |
 //! | `unique` | no | the name of the `UNIQUE (scope, position)` constraint, as a string |
 //! | `table` | no | the SQL table name, if it differs from the `table!` name |
+//!
+//! The key types come from the `table!` schema: `BigInt`, `Integer` or `SmallInt`
+//! columns hold integer keys, `Uuid` (PostgreSQL, feature `uuid`) and `Binary` UUIDs,
+//! `Text` strings ([`keys`]); the id and scope fields must read them (`i64`, `i32`,
+//! `i16`, `uuid::Uuid`, `Vec<u8>`, `String`), and the scope column must have the parent
+//! key's type. The operations take the keys as `impl Into<Id>`.
 //!
 //! Every column is checked against the `table!` schema at compile time, and every
 //! mistake in the attribute is a compile error on the offending key:
@@ -118,9 +124,9 @@ pub use ordered_core::key;
 /// The statements the library runs, per engine (for inspection and logging).
 pub use ordered_core::sql;
 pub use ordered_core::{
-    Dense, Dialect, Fractional, Gapped, Id, Key, KeyType, Listing, MAX_POSITION, MIN_POSITION, Ordered, Outcome,
-    Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report, Request,
-    RetryPolicy, Row, Spec,
+    Dense, Dialect, Fractional, Gapped, Id, Key, KeyType, Listing, MAX_POSITION, MIN_POSITION,
+    Ordered, Outcome, Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report,
+    Request, RetryPolicy, Row, Spec,
 };
 
 #[doc(hidden)]

@@ -58,7 +58,11 @@ impl Slot {
     pub fn scope<K: ordered_core::Key>(&self) -> QueryResult<K> {
         K::from_id(self.parent).ok_or_else(|| {
             DieselError::SerializationError(
-                format!("the collection key {} is not of the type asked for", self.parent).into(),
+                format!(
+                    "the collection key {} is not of the type asked for",
+                    self.parent
+                )
+                .into(),
             )
         })
     }
@@ -396,11 +400,11 @@ impl Ordering {
     /// let b = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "B"))?.value;
     /// let moved = Track::ordering().apply(
     ///     conn,
-    ///     ordered_diesel::Request::Move { item: b, at: ordered_diesel::Placement::Before(a) },
+    ///     ordered_diesel::Request::Move { item: b.into(), at: ordered_diesel::Placement::Before(a.into()) },
     ///     |conn, changes| {
     ///         for c in &changes.rows {
     ///             diesel::sql_query("INSERT INTO outbox (item, body) VALUES (?, ?)")
-    ///                 .bind::<BigInt, _>(c.id)
+    ///                 .bind::<diesel::sql_types::Nullable<BigInt>, _>(c.id.as_int())
     ///                 .bind::<Text, _>(format!("moved to {}", c.position))
     ///                 .execute(conn)?;
     ///         }
@@ -427,7 +431,12 @@ impl Ordering {
     /// Inserts a row at the start of `parent`'s list. `insert` runs the caller's own
     /// Diesel insert, with the parent and position in [`Slot`], inside the library's
     /// transaction (it may run again if the operation is retried).
-    pub fn insert_first<C, T, F>(&self, conn: &mut C, parent: impl Into<Id>, insert: F) -> Result<Inserted<T>>
+    pub fn insert_first<C, T, F>(
+        &self,
+        conn: &mut C,
+        parent: impl Into<Id>,
+        insert: F,
+    ) -> Result<Inserted<T>>
     where
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
@@ -437,7 +446,12 @@ impl Ordering {
     }
 
     /// Inserts a row at the end of `parent`'s list.
-    pub fn insert_last<C, T, F>(&self, conn: &mut C, parent: impl Into<Id>, insert: F) -> Result<Inserted<T>>
+    pub fn insert_last<C, T, F>(
+        &self,
+        conn: &mut C,
+        parent: impl Into<Id>,
+        insert: F,
+    ) -> Result<Inserted<T>>
     where
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
@@ -582,7 +596,11 @@ impl Ordering {
     }
 
     /// Moves `item` to the start of its list.
-    pub fn move_to_start<C: OrderedConnection>(&self, conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
+    pub fn move_to_start<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: impl Into<Id>,
+    ) -> Result<Outcome> {
         let item = item.into();
         self.write(
             conn,
@@ -594,7 +612,11 @@ impl Ordering {
     }
 
     /// Moves `item` to the end of its list.
-    pub fn move_to_end<C: OrderedConnection>(&self, conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
+    pub fn move_to_end<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: impl Into<Id>,
+    ) -> Result<Outcome> {
         let item = item.into();
         self.write(
             conn,
@@ -623,19 +645,32 @@ impl Ordering {
     }
 
     /// Moves `item` one place towards the start (nothing if it is first).
-    pub fn move_up<C: OrderedConnection>(&self, conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
+    pub fn move_up<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: impl Into<Id>,
+    ) -> Result<Outcome> {
         let item = item.into();
         self.write(conn, Request::MoveUp { item })
     }
 
     /// Moves `item` one place towards the end (nothing if it is last).
-    pub fn move_down<C: OrderedConnection>(&self, conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
+    pub fn move_down<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: impl Into<Id>,
+    ) -> Result<Outcome> {
         let item = item.into();
         self.write(conn, Request::MoveDown { item })
     }
 
     /// Exchanges the places of `a` and `b` (same collection).
-    pub fn swap<C: OrderedConnection>(&self, conn: &mut C, a: impl Into<Id>, b: impl Into<Id>) -> Result<Outcome> {
+    pub fn swap<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        a: impl Into<Id>,
+        b: impl Into<Id>,
+    ) -> Result<Outcome> {
         let a = a.into();
         let b = b.into();
         self.write(conn, Request::Swap { a, b })
@@ -656,7 +691,11 @@ impl Ordering {
     }
 
     /// Deletes `item` (dense lists close the gap).
-    pub fn remove<C: OrderedConnection>(&self, conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
+    pub fn remove<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        item: impl Into<Id>,
+    ) -> Result<Outcome> {
         let item = item.into();
         self.write(conn, Request::Remove { item })
     }
@@ -680,7 +719,11 @@ impl Ordering {
     }
 
     /// Spreads `parent`'s items evenly, keeping their order.
-    pub fn rebalance<C: OrderedConnection>(&self, conn: &mut C, parent: impl Into<Id>) -> Result<Outcome> {
+    pub fn rebalance<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        parent: impl Into<Id>,
+    ) -> Result<Outcome> {
         let parent = parent.into();
         self.write(conn, Request::Rebalance { parent })
     }
@@ -688,13 +731,21 @@ impl Ordering {
     /// Repairs what [`Ordering::verify`] reports (duplicates, out-of-domain positions,
     /// over-long keys) by relabelling the collection in its current `ORDER BY position,
     /// id` order.
-    pub fn heal<C: OrderedConnection>(&self, conn: &mut C, parent: impl Into<Id>) -> Result<Outcome> {
+    pub fn heal<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        parent: impl Into<Id>,
+    ) -> Result<Outcome> {
         let parent = parent.into();
         self.rebalance(conn, parent)
     }
 
     /// The items of `parent`, `ORDER BY position, id`.
-    pub fn list<C: OrderedConnection>(&self, conn: &mut C, parent: impl Into<Id>) -> Result<Vec<Row>> {
+    pub fn list<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        parent: impl Into<Id>,
+    ) -> Result<Vec<Row>> {
         let parent = self.s.scope_key(parent.into())?;
         match read(
             conn,
@@ -760,7 +811,11 @@ impl Ordering {
 
     /// Checks `parent`'s collection: duplicate positions, positions outside the domain,
     /// over-long keys, and that the database returns them in byte order.
-    pub fn verify<C: OrderedConnection>(&self, conn: &mut C, parent: impl Into<Id>) -> Result<Report> {
+    pub fn verify<C: OrderedConnection>(
+        &self,
+        conn: &mut C,
+        parent: impl Into<Id>,
+    ) -> Result<Report> {
         let parent = parent.into();
         let rows = self.list(conn, parent)?;
         Ok(ordered_core::verify(&self.s.spec, &rows))
@@ -1019,8 +1074,8 @@ fn read<C: OrderedConnection>(
 /// let demo = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "Demo"))?.value;
 /// let credits = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "Credits"))?.value;
 /// Track::move_before(conn, credits, demo)?;
-/// let order: Vec<i64> = Track::list(conn, 1)?.iter().map(|r| r.id).collect();
-/// assert_eq!(order, [intro, credits, demo]);
+/// let order: Vec<ordered_diesel::Id> = Track::list(conn, 1)?.iter().map(|r| r.id).collect();
+/// assert_eq!(order, [intro, credits, demo]); // an Id compares equal to the key it holds
 /// # Ok(()) }
 /// ```
 pub trait OrderedDsl: Ordered + Sized {
@@ -1058,7 +1113,12 @@ pub trait OrderedDsl: Ordered + Sized {
         Ordering::of::<Self>().insert_before(conn, parent, anchor, insert)
     }
     /// [`Ordering::insert_after`].
-    fn insert_after<C, T, F>(conn: &mut C, parent: impl Into<Id>, anchor: impl Into<Id>, insert: F) -> Result<Inserted<T>>
+    fn insert_after<C, T, F>(
+        conn: &mut C,
+        parent: impl Into<Id>,
+        anchor: impl Into<Id>,
+        insert: F,
+    ) -> Result<Inserted<T>>
     where
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
@@ -1083,13 +1143,21 @@ pub trait OrderedDsl: Ordered + Sized {
         Ordering::of::<Self>().insert_between(conn, parent, prev, next, insert)
     }
     /// [`Ordering::move_before`].
-    fn move_before<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>, anchor: impl Into<Id>) -> Result<Outcome> {
+    fn move_before<C: OrderedConnection>(
+        conn: &mut C,
+        item: impl Into<Id>,
+        anchor: impl Into<Id>,
+    ) -> Result<Outcome> {
         let item = item.into();
         let anchor = anchor.into();
         Ordering::of::<Self>().move_before(conn, item, anchor)
     }
     /// [`Ordering::move_after`].
-    fn move_after<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>, anchor: impl Into<Id>) -> Result<Outcome> {
+    fn move_after<C: OrderedConnection>(
+        conn: &mut C,
+        item: impl Into<Id>,
+        anchor: impl Into<Id>,
+    ) -> Result<Outcome> {
         let item = item.into();
         let anchor = anchor.into();
         Ordering::of::<Self>().move_after(conn, item, anchor)
@@ -1115,7 +1183,11 @@ pub trait OrderedDsl: Ordered + Sized {
         Ordering::of::<Self>().move_to_end(conn, item)
     }
     /// [`Ordering::move_to_index`].
-    fn move_to_index<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>, index: u64) -> Result<Outcome> {
+    fn move_to_index<C: OrderedConnection>(
+        conn: &mut C,
+        item: impl Into<Id>,
+        index: u64,
+    ) -> Result<Outcome> {
         let item = item.into();
         Ordering::of::<Self>().move_to_index(conn, item, index)
     }
@@ -1130,7 +1202,11 @@ pub trait OrderedDsl: Ordered + Sized {
         Ordering::of::<Self>().move_down(conn, item)
     }
     /// [`Ordering::swap`].
-    fn swap<C: OrderedConnection>(conn: &mut C, a: impl Into<Id>, b: impl Into<Id>) -> Result<Outcome> {
+    fn swap<C: OrderedConnection>(
+        conn: &mut C,
+        a: impl Into<Id>,
+        b: impl Into<Id>,
+    ) -> Result<Outcome> {
         let a = a.into();
         let b = b.into();
         Ordering::of::<Self>().swap(conn, a, b)
@@ -1152,7 +1228,11 @@ pub trait OrderedDsl: Ordered + Sized {
         Ordering::of::<Self>().remove(conn, item)
     }
     /// [`Ordering::reorder`].
-    fn reorder<C: OrderedConnection>(conn: &mut C, parent: impl Into<Id>, ids: &[Id]) -> Result<Outcome> {
+    fn reorder<C: OrderedConnection>(
+        conn: &mut C,
+        parent: impl Into<Id>,
+        ids: &[Id],
+    ) -> Result<Outcome> {
         let parent = parent.into();
         Ordering::of::<Self>().reorder(conn, parent, ids)
     }
@@ -1172,7 +1252,10 @@ pub trait OrderedDsl: Ordered + Sized {
         Ordering::of::<Self>().list(conn, parent)
     }
     /// [`Ordering::list_versioned`].
-    fn list_versioned<C: OrderedConnection>(conn: &mut C, parent: impl Into<Id>) -> Result<Listing> {
+    fn list_versioned<C: OrderedConnection>(
+        conn: &mut C,
+        parent: impl Into<Id>,
+    ) -> Result<Listing> {
         let parent = parent.into();
         Ordering::of::<Self>().list_versioned(conn, parent)
     }

@@ -199,7 +199,12 @@ fn lock_is_free<S: TestConn>(t: &Tables) {
 async fn hot_gap<A: AsyncTestConn>() {
     let d = A::DIALECT;
     let (n, m) = sizes(d);
-    let (mut c, t) = setup::<A::Sync>("async_hot", &GAP16, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<A::Sync>(
+        "async_hot",
+        &GAP16,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "B");
     for (phase, label) in [
@@ -311,10 +316,21 @@ async fn killed<A: AsyncTestConn>() {
     if d == Dialect::Sqlite {
         return; // no server connection to kill: the sync suite SIGKILLs a process
     }
-    let (mut c, t) = setup::<A::Sync>("async_c5", &TIGHT, RebalancePolicy::Whole, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<A::Sync>(
+        "async_c5",
+        &TIGHT,
+        RebalancePolicy::Whole,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
     for i in 0..30 {
-        add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, &format!("i{i}"));
+        add(
+            &mut c,
+            &t,
+            ordered_diesel::Id::Int(1),
+            Placement::Last,
+            &format!("i{i}"),
+        );
     }
     PAUSED.store(false, AtomicOrdering::SeqCst);
     WRITER.store(0, AtomicOrdering::SeqCst);
@@ -327,7 +343,11 @@ async fn killed<A: AsyncTestConn>() {
             .unwrap();
         rt.block_on(async move {
             let mut conn = A::open(&tw.db).await;
-            match conn.run(&own_id_stmt(A::DIALECT), ordered_core::Wire::PLAIN).await.unwrap() {
+            match conn
+                .run(&own_id_stmt(A::DIALECT), ordered_core::Wire::PLAIN)
+                .await
+                .unwrap()
+            {
                 Reply::Count(id) => WRITER.store(id, AtomicOrdering::SeqCst),
                 other => panic!("{other:?}"),
             }
@@ -398,8 +418,12 @@ fn pooled_connections_and_the_callers_transaction() {
     }
     runtime().block_on(async {
         use diesel_async::pooled_connection::AsyncDieselConnectionManager;
-        let (mut c, t) =
-            setup::<diesel::PgConnection>("async_pool", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+        let (mut c, t) = setup::<diesel::PgConnection>(
+            "async_pool",
+            &GAPPED,
+            RebalancePolicy::Window,
+            &[ordered_diesel::Id::Int(1)],
+        );
         let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "x");
         let y = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "y");
         let url = std::env::var("ORDERED_PG_URL").unwrap();
@@ -451,8 +475,12 @@ fn retries_sleep_on_the_runtime() {
     if !enabled("postgres") {
         return;
     }
-    let (mut c, t) =
-        setup::<diesel::PgConnection>("async_retry", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<diesel::PgConnection>(
+        "async_retry",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let mut holder = <diesel::PgConnection as TestConn>::open(&t.db);

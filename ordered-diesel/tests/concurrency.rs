@@ -29,7 +29,15 @@ fn hot_moves<C: TestConn>(_: ()) {
             &[ordered_diesel::Id::Int(1)],
         );
         let items: Vec<Id> = (0..40)
-            .map(|i| add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, &format!("i{i}")))
+            .map(|i| {
+                add(
+                    &mut c,
+                    &t,
+                    ordered_diesel::Id::Int(1),
+                    Placement::Last,
+                    &format!("i{i}"),
+                )
+            })
             .collect();
         let anchor = items[0];
         let outcomes = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));

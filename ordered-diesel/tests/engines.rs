@@ -15,9 +15,27 @@ fn playlist<C: TestConn>(_: ()) {
             RebalancePolicy::Window,
             &[ordered_diesel::Id::Int(1)],
         );
-        let intro = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "Intro");
-        let demo = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "Demo");
-        let credits = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "Credits");
+        let intro = add(
+            &mut c,
+            &t,
+            ordered_diesel::Id::Int(1),
+            Placement::Last,
+            "Intro",
+        );
+        let demo = add(
+            &mut c,
+            &t,
+            ordered_diesel::Id::Int(1),
+            Placement::Last,
+            "Demo",
+        );
+        let credits = add(
+            &mut c,
+            &t,
+            ordered_diesel::Id::Int(1),
+            Placement::Last,
+            "Credits",
+        );
         let moved = ord(&t).move_before(&mut c, credits, demo).unwrap();
         assert_eq!(
             moved.rows_written,
@@ -42,7 +60,10 @@ fn playlist<C: TestConn>(_: ()) {
             C::name()
         );
         ord(&t).rebalance(&mut c, 1).unwrap();
-        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [intro, credits, setup, demo]);
+        assert_eq!(
+            ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+            [intro, credits, setup, demo]
+        );
         let positions: Vec<Position> = sound(&mut c, &t, ordered_diesel::Id::Int(1))
             .into_iter()
             .map(|r| r.position)
@@ -72,10 +93,34 @@ fn every_operation<C: TestConn>(_: ()) {
         );
         let o = ord(&t);
         let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
-        let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::First, "b"); // b a
-        let d = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::After(a), "d"); // b a d
-        let e = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Before(a), "e"); // b e a d
-        let f = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Index(2), "f"); // b e f a d
+        let b = add(
+            &mut c,
+            &t,
+            ordered_diesel::Id::Int(1),
+            Placement::First,
+            "b",
+        ); // b a
+        let d = add(
+            &mut c,
+            &t,
+            ordered_diesel::Id::Int(1),
+            Placement::After(a),
+            "d",
+        ); // b a d
+        let e = add(
+            &mut c,
+            &t,
+            ordered_diesel::Id::Int(1),
+            Placement::Before(a),
+            "e",
+        ); // b e a d
+        let f = add(
+            &mut c,
+            &t,
+            ordered_diesel::Id::Int(1),
+            Placement::Index(2),
+            "f",
+        ); // b e f a d
         let g = add(
             &mut c,
             &t,
@@ -101,7 +146,12 @@ fn every_operation<C: TestConn>(_: ()) {
         o.move_down(&mut c, a).unwrap(); // f a g b d e
         o.swap(&mut c, f, e).unwrap(); // e a g b d f
         want = vec![e, a, g, b, d, f];
-        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), want, "{} {sname}", C::name());
+        assert_eq!(
+            ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+            want,
+            "{} {sname}",
+            C::name()
+        );
         assert_eq!(o.index_of(&mut c, b).unwrap(), 3);
         o.move_to_parent(&mut c, g, 2, Placement::First).unwrap();
         o.remove(&mut c, d).unwrap();
@@ -113,7 +163,12 @@ fn every_operation<C: TestConn>(_: ()) {
         assert_eq!(out.rows_written, 1, "reorder moves only f");
         assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), reordered);
         // every write bumped the version (13 writes on parent 1 since v0)
-        assert_eq!(version(&mut c, &t, ordered_diesel::Id::Int(1)), v0 + 11, "{} {sname}", C::name());
+        assert_eq!(
+            version(&mut c, &t, ordered_diesel::Id::Int(1)),
+            v0 + 11,
+            "{} {sname}",
+            C::name()
+        );
         sound(&mut c, &t, ordered_diesel::Id::Int(1));
         sound(&mut c, &t, ordered_diesel::Id::Int(2));
         let report = o.verify(&mut c, 1).unwrap();
@@ -148,17 +203,27 @@ fn stale_inputs<C: TestConn>(_: ()) {
             },
             "x",
         );
-        let other = add(&mut c, &t, ordered_diesel::Id::Int(2), Placement::Last, "other");
+        let other = add(
+            &mut c,
+            &t,
+            ordered_diesel::Id::Int(2),
+            Placement::Last,
+            "other",
+        );
         let before = (o.list(&mut c, 1).unwrap(), o.list(&mut c, 2).unwrap());
         let v1 = version(&mut c, &t, ordered_diesel::Id::Int(1));
         let cases: Vec<(Result<ordered_diesel::Outcome, Error>, OrderingError)> = vec![
             (
                 o.move_between(&mut c, b, Some(ordered_diesel::Id::Int(999)), None),
-                OrderingError::NotFound { id: ordered_diesel::Id::Int(999) },
+                OrderingError::NotFound {
+                    id: ordered_diesel::Id::Int(999),
+                },
             ),
             (
                 o.move_before(&mut c, 999, a),
-                OrderingError::NotFound { id: ordered_diesel::Id::Int(999) },
+                OrderingError::NotFound {
+                    id: ordered_diesel::Id::Int(999),
+                },
             ),
             (
                 o.move_after(&mut c, a, other),
@@ -227,7 +292,9 @@ fn stale_inputs<C: TestConn>(_: ()) {
         let missing = o.insert_last(&mut c, 77, |c, s| c.insert_item(&t, "orphan", &s));
         assert_eq!(
             missing.unwrap_err().ordering(),
-            Some(&OrderingError::ParentNotFound { parent: ordered_diesel::Id::Int(77) })
+            Some(&OrderingError::ParentNotFound {
+                parent: ordered_diesel::Id::Int(77)
+            })
         );
         // nothing changed, not even the version
         assert_eq!(
@@ -264,7 +331,13 @@ fn hot_gap<C: TestConn>(policy: RebalancePolicy) {
         let (mut c, t) = setup::<C>(&test, strategy, policy, &[ordered_diesel::Id::Int(1)]);
         let mut want = Vec::new();
         for i in 0..20 {
-            want.push(add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, &format!("base{i}")));
+            want.push(add(
+                &mut c,
+                &t,
+                ordered_diesel::Id::Int(1),
+                Placement::Last,
+                &format!("base{i}"),
+            ));
         }
         let anchor = want[10];
         let mut relabels = 0;
@@ -278,7 +351,12 @@ fn hot_gap<C: TestConn>(policy: RebalancePolicy) {
             want.insert(11, o.value);
         }
         assert!(relabels > 0, "{} {test}: no relabel was forced", C::name());
-        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), want, "{} {test}", C::name());
+        assert_eq!(
+            ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+            want,
+            "{} {test}",
+            C::name()
+        );
         let rows = sound(&mut c, &t, ordered_diesel::Id::Int(1));
         if let Some(cap) = strategy.kind().key_cap() {
             assert!(
@@ -297,7 +375,12 @@ fn hot_gap<C: TestConn>(policy: RebalancePolicy) {
             let at = want.iter().position(|x| *x == anchor).unwrap() + 1;
             want.insert(at, item);
         }
-        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), want, "{} {test} after moves", C::name());
+        assert_eq!(
+            ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+            want,
+            "{} {test} after moves",
+            C::name()
+        );
         sound(&mut c, &t, ordered_diesel::Id::Int(1));
         drop_tables(&mut c, &t);
     }
@@ -323,8 +406,20 @@ fn dense<C: TestConn>(_: ()) {
     let o = ord(&t);
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
-    let d = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::First, "d");
-    let e = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Index(1), "e"); // d e a b
+    let d = add(
+        &mut c,
+        &t,
+        ordered_diesel::Id::Int(1),
+        Placement::First,
+        "d",
+    );
+    let e = add(
+        &mut c,
+        &t,
+        ordered_diesel::Id::Int(1),
+        Placement::Index(1),
+        "e",
+    ); // d e a b
     o.move_to_end(&mut c, d).unwrap(); // e a b d
     o.move_before(&mut c, b, e).unwrap(); // b e a d
     o.move_to_parent(&mut c, e, 2, Placement::Last).unwrap(); // b a d | e
@@ -345,7 +440,12 @@ fn dense_integers_stay_zero_to_n() {
 }
 
 fn nested<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("nested", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "nested",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     // rolled back with the caller's transaction
@@ -355,7 +455,12 @@ fn nested<C: TestConn>(_: ()) {
         Err(diesel::result::Error::RollbackTransaction)
     });
     assert!(r.is_err());
-    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [a, b], "{}", C::name());
+    assert_eq!(
+        ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+        [a, b],
+        "{}",
+        C::name()
+    );
     // committed with it
     c.transaction::<_, diesel::result::Error, _>(|c| {
         ord(&t).move_to_start(c, b)?;

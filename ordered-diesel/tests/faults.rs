@@ -44,11 +44,40 @@ fn kill<C: TestConn>(killer: &mut C, id: i64) {
 
 /// parent 1 = [i1, i2] at version 2, parent 2 = [i3] at version 1.
 fn two_parents<C: TestConn>(test: &str) -> (C, Tables, [Id; 3]) {
-    let (mut c, t) = setup::<C>(test, &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
-    let i1 = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "i1");
-    let i2 = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "i2");
-    let i3 = add(&mut c, &t, ordered_diesel::Id::Int(2), Placement::Last, "i3");
-    assert_eq!((version(&mut c, &t, ordered_diesel::Id::Int(1)), version(&mut c, &t, ordered_diesel::Id::Int(2))), (2, 1));
+    let (mut c, t) = setup::<C>(
+        test,
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)],
+    );
+    let i1 = add(
+        &mut c,
+        &t,
+        ordered_diesel::Id::Int(1),
+        Placement::Last,
+        "i1",
+    );
+    let i2 = add(
+        &mut c,
+        &t,
+        ordered_diesel::Id::Int(1),
+        Placement::Last,
+        "i2",
+    );
+    let i3 = add(
+        &mut c,
+        &t,
+        ordered_diesel::Id::Int(2),
+        Placement::Last,
+        "i3",
+    );
+    assert_eq!(
+        (
+            version(&mut c, &t, ordered_diesel::Id::Int(1)),
+            version(&mut c, &t, ordered_diesel::Id::Int(2))
+        ),
+        (2, 1)
+    );
     (c, t, [i1, i2, i3])
 }
 
@@ -126,7 +155,10 @@ fn waiting_cross_parent_move<C: TestConn>(_: ()) {
         "{name}: B reported another parent's version"
     );
     assert_eq!(
-        (version(&mut c, &t, ordered_diesel::Id::Int(1)), version(&mut c, &t, ordered_diesel::Id::Int(2))),
+        (
+            version(&mut c, &t, ordered_diesel::Id::Int(1)),
+            version(&mut c, &t, ordered_diesel::Id::Int(2))
+        ),
         (3, 3),
         "{name}: a parent was bumped by a write that did not change it"
     );
@@ -169,7 +201,10 @@ fn waiting_cross_parent_move<C: TestConn>(_: ()) {
         "{name}: {err}"
     );
     assert_eq!(
-        (version(&mut c, &t, ordered_diesel::Id::Int(1)), version(&mut c, &t, ordered_diesel::Id::Int(2))),
+        (
+            version(&mut c, &t, ordered_diesel::Id::Int(1)),
+            version(&mut c, &t, ordered_diesel::Id::Int(2))
+        ),
         (3, 2),
         "{name}: the refused move wrote"
     );
@@ -187,7 +222,12 @@ fn died_between_operations<C: TestConn>(_: ()) {
     if C::DIALECT == Dialect::Sqlite {
         return;
     }
-    let (mut c, t) = setup::<C>("fault_idle", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "fault_idle",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let mut victim = C::open(&t.db);
     let before = ids(&mut victim, &t, ordered_diesel::Id::Int(1));
@@ -223,7 +263,12 @@ fn killed_in_callers_transaction<C: TestConn>(_: ()) {
     if C::DIALECT == Dialect::Sqlite {
         return;
     }
-    let (mut c, t) = setup::<C>("fault_caller", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "fault_caller",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let mut victim = C::open(&t.db);
@@ -256,7 +301,12 @@ fn killed_in_callers_transaction<C: TestConn>(_: ()) {
         );
     }
     // the caller's transaction was rolled back whole: b's first move is not there
-    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [a, b], "{}: {inside:?}", C::name());
+    assert_eq!(
+        ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+        [a, b],
+        "{}: {inside:?}",
+        C::name()
+    );
     assert_eq!(version(&mut c, &t, ordered_diesel::Id::Int(1)), 2);
     drop_tables(&mut c, &t);
 }
@@ -273,7 +323,12 @@ fn pool_drops_the_broken_connection<C: TestConn + diesel::r2d2::R2D2Connection>(
     if C::DIALECT == Dialect::Sqlite {
         return;
     }
-    let (mut c, t) = setup::<C>("fault_pool", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "fault_pool",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let url = match C::DIALECT {
@@ -321,7 +376,12 @@ fn a_pool_replaces_the_connection_that_was_lost() {
 /// reports both, and `heal` places every row back in the domain, keeping them all.
 /// (Found by the Galera multi-writer test: heal left the parked row where it was.)
 fn heal_places_parked_rows<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("fault_heal", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "fault_heal",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "x");

@@ -95,7 +95,10 @@ fn a_spec_without_a_version_column_is_refused_on_a_node() {
         "{err}"
     );
     assert!(err.to_string().contains("version column"), "{err}");
-    assert!(ids(&mut c, &t, ordered_diesel::Id::Int(1)).is_empty(), "the refused insert wrote");
+    assert!(
+        ids(&mut c, &t, ordered_diesel::Id::Int(1)).is_empty(),
+        "the refused insert wrote"
+    );
     // the same spec on a single MariaDB server (wsrep off) runs
     if let Ok(single) = std::env::var("ORDERED_MYSQL_URL") {
         let mut s = node(&single);
@@ -261,7 +264,10 @@ fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() {
     let mut views = Vec::new();
     for u in &urls {
         let mut n = node(u);
-        views.push((ord(&t).list(&mut n, 1).unwrap(), version(&mut n, &t, ordered_diesel::Id::Int(1))));
+        views.push((
+            ord(&t).list(&mut n, 1).unwrap(),
+            version(&mut n, &t, ordered_diesel::Id::Int(1)),
+        ));
     }
     for (i, v) in views.iter().enumerate() {
         assert_eq!(v, &views[0], "node {} differs from node 1", i + 1);

@@ -24,7 +24,12 @@ fn note<C: TestConn>(c: &mut C, table: &str, item: Id) -> diesel::QueryResult<()
 }
 
 fn hook_commits_rolls_back_and_retries_with_the_operation<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("live_hook", &TIGHT, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "live_hook",
+        &TIGHT,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let table = outbox(&mut c, &t);
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
@@ -86,7 +91,12 @@ fn hook_commits_rolls_back_and_retries_with_the_operation<C: TestConn>(_: ()) {
         ),
         "{failed:?}"
     );
-    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [b, a], "{}: nothing moved", C::name());
+    assert_eq!(
+        ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+        [b, a],
+        "{}: nothing moved",
+        C::name()
+    );
     assert_eq!(version(&mut c, &t, ordered_diesel::Id::Int(1)), v);
     assert_eq!(
         rows(&mut c),
@@ -161,7 +171,12 @@ fn hook() {
 }
 
 fn changes_list_relabels_and_summarise_above_the_limit<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("live_changes", &TIGHT, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
+    let (mut c, t) = setup::<C>(
+        "live_changes",
+        &TIGHT,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)],
+    );
     let first = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "0");
     let mut all = vec![first];
     // fill the gap after `first` until a relabel
@@ -188,7 +203,10 @@ fn changes_list_relabels_and_summarise_above_the_limit<C: TestConn>(_: ()) {
     }
     assert!(relabel.changes.rows.len() as u64 > relabel.relabelled);
     assert_eq!(relabel.changes.versions.len(), 1);
-    assert_eq!(relabel.version, relabel.changes.version_of(ordered_diesel::Id::Int(1)));
+    assert_eq!(
+        relabel.version,
+        relabel.changes.version_of(ordered_diesel::Id::Int(1))
+    );
 
     // a cross-collection move reports the item in its new collection and both versions
     let moved = ord(&t)
@@ -236,7 +254,12 @@ fn changes() {
 }
 
 fn versioned_read<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("live_versioned", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
+    let (mut c, t) = setup::<C>(
+        "live_versioned",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)],
+    );
     let empty = ord(&t).list_versioned(&mut c, 2).unwrap();
     assert_eq!(
         (empty.rows.len(), empty.version),
@@ -247,13 +270,18 @@ fn versioned_read<C: TestConn>(_: ()) {
     let missing = ord(&t).list_versioned(&mut c, 99).unwrap_err();
     assert_eq!(
         missing.ordering(),
-        Some(&OrderingError::ParentNotFound { parent: ordered_diesel::Id::Int(99) })
+        Some(&OrderingError::ParentNotFound {
+            parent: ordered_diesel::Id::Int(99)
+        })
     );
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let seen = ord(&t).list_versioned(&mut c, 1).unwrap();
     assert_eq!(seen.rows, ord(&t).list(&mut c, 1).unwrap());
-    assert_eq!(seen.version, Some(version(&mut c, &t, ordered_diesel::Id::Int(1))));
+    assert_eq!(
+        seen.version,
+        Some(version(&mut c, &t, ordered_diesel::Id::Int(1)))
+    );
     // a client that sends the version back wins once; a second client with it loses
     ord(&t)
         .expect_version(seen.version.unwrap())
@@ -272,7 +300,12 @@ fn versioned() {
 }
 
 fn error_codes_and_statuses<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("live_errors", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "live_errors",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "x");
@@ -345,7 +378,12 @@ fn errors() {
 }
 
 fn adopting_an_existing_table<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("live_adopt", &TIGHT, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "live_adopt",
+        &TIGHT,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     // the generated migration: as the protocol needs it
     ord(&t).check_schema(&mut c).unwrap();
 
@@ -402,7 +440,12 @@ fn adopting_an_existing_table<C: TestConn>(_: ()) {
         let e = checked.unwrap_err();
         assert!(e.to_string().contains("no CHECK constraint"), "{e}");
         swapped.unwrap();
-        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [b, a], "{}", C::name());
+        assert_eq!(
+            ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+            [b, a],
+            "{}",
+            C::name()
+        );
     }
 
     // the CHECK the refusal names: then only PostgreSQL's deferrable constraint is left
@@ -444,7 +487,12 @@ fn adopt() {
 /// the lock sees where the item is now, and the move is retried there: never planned
 /// with the old collection's rows, never written there.
 fn a_move_that_waited_for_its_lock_follows_the_item<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("live_wait", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
+    let (mut c, t) = setup::<C>(
+        "live_wait",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)],
+    );
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "x");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
@@ -500,11 +548,31 @@ fn a_move_that_waited_for_its_lock_follows_the_item<C: TestConn>(_: ()) {
         "{}",
         C::name()
     );
-    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(2)), [x, d], "{}", C::name());
-    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [a, b], "{}", C::name());
+    assert_eq!(
+        ids(&mut c, &t, ordered_diesel::Id::Int(2)),
+        [x, d],
+        "{}",
+        C::name()
+    );
+    assert_eq!(
+        ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+        [a, b],
+        "{}",
+        C::name()
+    );
     // the racing writer's bump and the move's: collection 2 only
-    assert_eq!(version(&mut c, &t, ordered_diesel::Id::Int(1)), 4, "{}", C::name());
-    assert_eq!(version(&mut c, &t, ordered_diesel::Id::Int(2)), 3, "{}", C::name());
+    assert_eq!(
+        version(&mut c, &t, ordered_diesel::Id::Int(1)),
+        4,
+        "{}",
+        C::name()
+    );
+    assert_eq!(
+        version(&mut c, &t, ordered_diesel::Id::Int(2)),
+        3,
+        "{}",
+        C::name()
+    );
     if C::DIALECT != ordered_diesel::Dialect::Sqlite {
         // it locked collection 1 first, saw x gone, and retried
         assert_eq!(moved.attempts, 2, "{}", C::name());
@@ -520,7 +588,12 @@ fn waited() {
 /// An insert that tells the library its new row's id (`Slot::inserted_id`, from its own
 /// `RETURNING`) saves the statement that reads the id back; the changes carry that id.
 fn an_insert_that_reports_its_id_is_not_read_back<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("live_newid", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "live_newid",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let plain = ord(&t)
         .insert_last(&mut c, 1, |c, slot| c.insert_item(&t, "a", &slot))
         .unwrap();
@@ -544,7 +617,10 @@ fn an_insert_that_reports_its_id_is_not_read_back<C: TestConn>(_: ()) {
         C::name()
     );
     assert_eq!(told.outcome.changes.rows[0].id, told.value, "{}", C::name());
-    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [plain.value, told.value]);
+    assert_eq!(
+        ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+        [plain.value, told.value]
+    );
     drop_tables(&mut c, &t);
 }
 

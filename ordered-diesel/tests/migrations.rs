@@ -114,8 +114,17 @@ fn expand_and_contract<C: TestConn>(_: ()) {
         // the library works on the migrated table, and the version column exists
         let v = version(&mut c, &t, ordered_diesel::Id::Int(1));
         ord(&t).move_to_start(&mut c, 1).unwrap();
-        let n = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::After(ordered_diesel::Id::Int(2)), "new");
-        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [Id::Int(1), Id::Int(2), n, Id::Int(4), Id::Int(6)]);
+        let n = add(
+            &mut c,
+            &t,
+            ordered_diesel::Id::Int(1),
+            Placement::After(ordered_diesel::Id::Int(2)),
+            "new",
+        );
+        assert_eq!(
+            ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+            [Id::Int(1), Id::Int(2), n, Id::Int(4), Id::Int(6)]
+        );
         assert_eq!(version(&mut c, &t, ordered_diesel::Id::Int(1)), v + 2);
         // the unique constraint is there: a duplicate position is refused
         let rows = ord(&t).list(&mut c, 1).unwrap();
@@ -172,7 +181,10 @@ fn expand_and_contract<C: TestConn>(_: ()) {
             "{} {sname}: {misspelt} was accepted",
             C::name()
         );
-        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [Id::Int(1), Id::Int(6), Id::Int(4), Id::Int(2), n]);
+        assert_eq!(
+            ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+            [Id::Int(1), Id::Int(6), Id::Int(4), Id::Int(2), n]
+        );
         let _ = std::fs::remove_dir_all(&dir);
         drop_tables(&mut c, &t);
     }
@@ -221,7 +233,12 @@ fn adopt<C: TestConn>(_: ()) {
         c.exec(stmt);
     }
     // the app's order: by position, ties by id, NULLs last; spaced as the library spaces
-    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [1, 3, 2, 5, 4], "{}", C::name());
+    assert_eq!(
+        ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+        [1, 3, 2, 5, 4],
+        "{}",
+        C::name()
+    );
     assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(2)), [6]);
     let positions: Vec<i64> = sound(&mut c, &t, ordered_diesel::Id::Int(1))
         .iter()
@@ -248,12 +265,34 @@ fn adopt<C: TestConn>(_: ()) {
         "n",
     );
     ord(&t).move_to_start(&mut c, 4).unwrap();
-    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [Id::Int(4), Id::Int(1), Id::Int(3), n, Id::Int(2), Id::Int(5)], "{}", C::name());
+    assert_eq!(
+        ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+        [
+            Id::Int(4),
+            Id::Int(1),
+            Id::Int(3),
+            n,
+            Id::Int(2),
+            Id::Int(5)
+        ],
+        "{}",
+        C::name()
+    );
     // down removes what it added and keeps the column and its values
     for stmt in &m.down {
         c.exec(stmt);
     }
-    assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), [Id::Int(4), Id::Int(1), Id::Int(3), n, Id::Int(2), Id::Int(5)]);
+    assert_eq!(
+        ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+        [
+            Id::Int(4),
+            Id::Int(1),
+            Id::Int(3),
+            n,
+            Id::Int(2),
+            Id::Int(5)
+        ]
+    );
     drop_tables(&mut c, &t);
 }
 

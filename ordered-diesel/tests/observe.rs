@@ -61,8 +61,12 @@ fn every_operation_runs_in_a_span() {
     // by table name
     let subscriber = tracing_subscriber::registry().with(spans.clone());
     tracing::subscriber::set_global_default(subscriber).unwrap();
-    let (mut c, t) =
-        setup::<diesel::SqliteConnection>("live_span", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<diesel::SqliteConnection>(
+        "live_span",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     ord(&t).move_before(&mut c, a, 999_999).unwrap_err();
     drop_tables(&mut c, &t);
@@ -117,7 +121,13 @@ fn operations_report_metrics() {
         );
         let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
         for _ in 0..4 {
-            add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::After(a), "x");
+            add(
+                &mut c,
+                &t,
+                ordered_diesel::Id::Int(1),
+                Placement::After(a),
+                "x",
+            );
         }
         ord(&t).move_before(&mut c, a, 999_999).unwrap_err();
         drop_tables(&mut c, &t);

@@ -37,7 +37,12 @@ fn short_timeouts<C: TestConn>(conn: &mut C) {
 }
 
 fn contended<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("retry", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "retry",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     short_timeouts(&mut c);

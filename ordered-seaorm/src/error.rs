@@ -95,7 +95,7 @@ impl Error {
     /// ```
     /// use ordered_seaorm::{Error, OrderingError, Status};
     ///
-    /// let e = Error::from(OrderingError::StaleNeighbours { prev: Some(4), next: Some(6) });
+    /// let e = Error::from(OrderingError::StaleNeighbours { prev: Some(4.into()), next: Some(6.into()) });
     /// assert_eq!((e.code(), e.status()), ("stale_neighbours", Status::Conflict));
     /// assert_eq!(e.to_string(), "item 4 and item 6 are no longer next to each other: the list changed, re-read it");
     /// ```
@@ -149,7 +149,7 @@ impl From<Error> for DbErr {
 /// ```
 /// use ordered_seaorm::{Error, OrderingError, refusal};
 ///
-/// let db_err: sea_orm::DbErr = Error::from(OrderingError::NotFound { id: 7 }).into();
+/// let db_err: sea_orm::DbErr = Error::from(OrderingError::NotFound { id: 7.into() }).into();
 /// let e = refusal(&db_err).expect("an ordering refusal");
 /// assert_eq!((e.code(), e.status().http()), ("not_found", 404));
 /// ```

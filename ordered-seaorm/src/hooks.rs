@@ -32,9 +32,10 @@ use crate::ops::{Slot, dialect, run};
 pub async fn slot_for_insert<C: ConnectionTrait>(
     db: &C,
     spec: &Spec,
-    parent: Id,
+    parent: impl Into<Id>,
     at: Placement,
 ) -> Result<Slot> {
+    let parent = parent.into();
     let d = dialect(db.get_database_backend())?;
     let key = ordered_core::Wire::of(spec);
     let mut op = Operation::new(*spec, d, Request::Insert { parent, at });

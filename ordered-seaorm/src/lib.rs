@@ -26,13 +26,13 @@
 //! // a drag: locks the playlist row, checks under the lock, writes one row
 //! let moved = tracks.move_before(&db, credits.id, demo.id).await?;
 //! assert_eq!(moved.rows_written, 1);
-//! let ids: Vec<i64> = tracks.list(&db, 1).await?.iter().map(|r| r.id).collect();
+//! let ids: Vec<ordered_seaorm::Id> = tracks.list(&db, 1).await?.iter().map(|r| r.id).collect();
 //! assert_eq!(ids, [intro.id, credits.id, demo.id]);
 //! // already there: Intro and Demo are adjacent once Credits is left out, nothing to write
-//! let same = tracks.move_between(&db, credits.id, Some(intro.id), Some(demo.id)).await?;
+//! let same = tracks.move_between(&db, credits.id, Some(intro.id.into()), Some(demo.id.into())).await?;
 //! assert_eq!(same.rows_written, 0);
 //! // a client whose view is stale (Demo no longer precedes Credits) is refused
-//! let stale = tracks.move_between(&db, intro.id, Some(demo.id), Some(credits.id)).await;
+//! let stale = tracks.move_between(&db, intro.id, Some(demo.id.into()), Some(credits.id.into())).await;
 //! assert!(matches!(
 //!     stale.unwrap_err().ordering(),
 //!     Some(ordered_seaorm::OrderingError::StaleNeighbours { .. })
@@ -45,6 +45,10 @@
 //! `#[derive(DeriveOrdered)]` goes on the `Model`, beside `DeriveEntityModel` (classic
 //! format) or inside `#[sea_orm::model]` (2.0 format; the copy on `ModelEx` is skipped).
 //! Field markers: `#[ordered(scope)]` (required) and `#[ordered(position)]` (required).
+//! The primary key and the scope field may be `i64`, `i32`, `i16`, `String` or, with the
+//! `uuid` feature, `uuid::Uuid` ([`KeyField`]); the operations take keys as
+//! `impl Into<Id>`, and `Slot::scope` gives the insert closure the scope in the field's
+//! type.
 //! Container options, as string literals: `parent_table` (required), `parent_key`
 //! (`"id"`), `version`, `strategy` (`"gapped"`, `"dense"`, `"fractional"`),
 //! `spacing`, `max_len`, `policy` (`"window"`, `"whole"`, `"never"`), `unique`.
@@ -62,6 +66,7 @@
 //!
 //! # Crate feature flags
 //! - `serde`: `Serialize`/`Deserialize` for positions, outcomes and errors.
+//! - `uuid`: `uuid::Uuid` keys (SeaORM's `with-uuid`).
 //!
 //! The library enables no SeaORM driver, runtime or TLS feature: the application does.
 
@@ -81,8 +86,8 @@ pub use ordered_seaorm_derive::DeriveOrdered;
 pub use ordered_core::Error as OrderingError;
 pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
 pub use ordered_core::{
-    Dense, Dialect, Fractional, Gapped, Id, Key, KeyType, Listing, MAX_POSITION, MIN_POSITION, Outcome,
-    Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report, Request,
+    Dense, Dialect, Fractional, Gapped, Id, Key, KeyType, Listing, MAX_POSITION, MIN_POSITION,
+    Outcome, Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report, Request,
     RetryPolicy, Row, Spec, key, sql,
 };
 
@@ -102,6 +107,7 @@ pub trait KeyField {
 
 macro_rules! key_fields {
     ($($t:ty),*) => {$(
+        #[diagnostic::do_not_recommend]
         impl KeyField for $t {
             const TYPE: KeyType = <$t as ordered_core::Key>::TYPE;
         }

@@ -511,7 +511,8 @@ impl Ordering {
                             // on a node, statements may have escaped the transaction
                             // before the failure: then it is PartiallyApplied, not retried
                             let e = if galera {
-                                let unchanged = run(&txn, &sql::galera::unchanged(), Wire::PLAIN).await;
+                                let unchanged =
+                                    run(&txn, &sql::galera::unchanged(), Wire::PLAIN).await;
                                 escaped(e, unchanged, locked)
                             } else {
                                 e
@@ -649,7 +650,7 @@ impl Ordering {
     /// let a = tracks.insert_last(&db, 1, new_track("A")).await?.value;
     /// let b = tracks.insert_last(&db, 1, new_track("B")).await?.value;
     /// let moved = tracks
-    ///     .apply(&db, Request::Move { item: b.id, at: Placement::Before(a.id) }, |txn, changes| {
+    ///     .apply(&db, Request::Move { item: b.id.into(), at: Placement::Before(a.id.into()) }, |txn, changes| {
     ///         let body = format!("{} rows moved", changes.rows.len());
     ///         Box::pin(async move {
     ///             txn.execute_raw(sea_orm::Statement::from_sql_and_values(
@@ -830,7 +831,11 @@ pub(crate) fn key_values(id: impl Into<Id>) -> Vec<Value> {
 }
 
 /// Sets `column` of `row` to the key `id`, in the value type the column takes.
-fn set_key<A: ActiveModelTrait>(row: &mut A, column: <A::Entity as EntityTrait>::Column, id: Id) -> Result<(), DbErr> {
+fn set_key<A: ActiveModelTrait>(
+    row: &mut A,
+    column: <A::Entity as EntityTrait>::Column,
+    id: Id,
+) -> Result<(), DbErr> {
     let mut last = None;
     for v in key_values(id) {
         match row.try_set(column, v) {
@@ -848,7 +853,11 @@ where
     A: ActiveModelTrait,
     A::Entity: OrderedEntity,
 {
-    set_key(row, <A::Entity as OrderedEntity>::scope_column(), slot.parent)?;
+    set_key(
+        row,
+        <A::Entity as OrderedEntity>::scope_column(),
+        slot.parent,
+    )?;
     let column = <A::Entity as OrderedEntity>::position_column();
     match &slot.position {
         Position::Key(k) => row.try_set(column, k.clone().into()),
@@ -859,18 +868,21 @@ where
     }
 }
 
+/// The operations' wrappers: the keys before `;` are taken as `impl Into<Id>` (an
+/// integer, a `Uuid`, an `Id`), the arguments after it as they are.
 macro_rules! insert_ops {
-    ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) => $at:expr;)*) => {
+    ($($(#[$doc:meta])* $name:ident($($key:ident),* ; $($arg:ident: $ty:ty),*) => $at:expr;)*) => {
         impl Ordering {
             $(
                 $(#[$doc])*
-                pub async fn $name<C, T, F>(&self, db: &C, parent: Id, $($arg: $ty,)* insert: F) -> Result<Inserted<T>>
+                pub async fn $name<C, T, F>(&self, db: &C, parent: impl Into<Id>, $($key: impl Into<Id>,)* $($arg: $ty,)* insert: F) -> Result<Inserted<T>>
                 where
                     C: OrderedConnection,
                     F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
                     T: Send,
                 {
-                    self.insert(db, parent, $at, insert).await
+                    $(let $key: Id = $key.into();)*
+                    self.insert(db, parent.into(), $at, insert).await
                 }
             )*
         }
@@ -881,28 +893,29 @@ insert_ops! {
     /// Inserts at the start of `parent`'s list. `insert` runs your own insert (e.g.
     /// `ActiveModel::insert(txn)`) inside the library's transaction with the slot; it
     /// may run again if the operation is retried.
-    insert_first() => Placement::First;
+    insert_first(;) => Placement::First;
     /// Inserts at the end of `parent`'s list.
-    insert_last() => Placement::Last;
+    insert_last(;) => Placement::Last;
     /// Inserts directly before `anchor`.
-    insert_before(anchor: Id) => Placement::Before(anchor);
+    insert_before(anchor;) => Placement::Before(anchor);
     /// Inserts directly after `anchor`.
-    insert_after(anchor: Id) => Placement::After(anchor);
+    insert_after(anchor;) => Placement::After(anchor);
     /// Inserts between `prev` and `next`, which must still be adjacent.
-    insert_between(prev: Option<Id>, next: Option<Id>) => Placement::Between { prev, next };
+    insert_between(; prev: Option<Id>, next: Option<Id>) => Placement::Between { prev, next };
     /// Inserts at `index` (0-based; the length appends).
-    insert_at_index(index: u64) => Placement::Index(index);
+    insert_at_index(; index: u64) => Placement::Index(index);
 }
 
 macro_rules! write_ops {
-    ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) => $req:expr;)*) => {
+    ($($(#[$doc:meta])* $name:ident($($key:ident),* ; $($arg:ident: $ty:ty),*) => $req:expr;)*) => {
         impl Ordering {
             $(
                 $(#[$doc])*
-                pub async fn $name<C>(&self, db: &C, $($arg: $ty),*) -> Result<Outcome>
+                pub async fn $name<C>(&self, db: &C, $($key: impl Into<Id>,)* $($arg: $ty),*) -> Result<Outcome>
                 where
                     C: OrderedConnection,
                 {
+                    $(let $key: Id = $key.into();)*
                     self.write(db, $req).await
                 }
             )*
@@ -912,40 +925,44 @@ macro_rules! write_ops {
 
 write_ops! {
     /// Moves `item` to any [`Placement`] in its own collection.
-    move_to(item: Id, at: Placement) => Request::Move { item, at };
+    move_to(item; at: Placement) => Request::Move { item, at };
     /// Moves `item` directly before `anchor` (same collection).
-    move_before(item: Id, anchor: Id) => Request::Move { item, at: Placement::Before(anchor) };
+    move_before(item, anchor;) => Request::Move { item, at: Placement::Before(anchor) };
     /// Moves `item` directly after `anchor` (same collection).
-    move_after(item: Id, anchor: Id) => Request::Move { item, at: Placement::After(anchor) };
+    move_after(item, anchor;) => Request::Move { item, at: Placement::After(anchor) };
     /// Moves `item` between `prev` and `next`, which must still be adjacent without it.
-    move_between(item: Id, prev: Option<Id>, next: Option<Id>) => Request::Move { item, at: Placement::Between { prev, next } };
+    move_between(item; prev: Option<Id>, next: Option<Id>) => Request::Move { item, at: Placement::Between { prev, next } };
     /// Moves `item` to the start of its list.
-    move_to_start(item: Id) => Request::Move { item, at: Placement::First };
+    move_to_start(item;) => Request::Move { item, at: Placement::First };
     /// Moves `item` to the end of its list.
-    move_to_end(item: Id) => Request::Move { item, at: Placement::Last };
+    move_to_end(item;) => Request::Move { item, at: Placement::Last };
     /// Moves `item` to `index` (counted without the item).
-    move_to_index(item: Id, index: u64) => Request::Move { item, at: Placement::Index(index) };
+    move_to_index(item; index: u64) => Request::Move { item, at: Placement::Index(index) };
     /// Moves `item` one place up (nothing if first).
-    move_up(item: Id) => Request::MoveUp { item };
+    move_up(item;) => Request::MoveUp { item };
     /// Moves `item` one place down (nothing if last).
-    move_down(item: Id) => Request::MoveDown { item };
+    move_down(item;) => Request::MoveDown { item };
     /// Exchanges the places of `a` and `b`.
-    swap(a: Id, b: Id) => Request::Swap { a, b };
+    swap(a, b;) => Request::Swap { a, b };
     /// Moves `item` into `parent` at `at`, locking both collections in increasing order.
-    move_to_parent(item: Id, parent: Id, at: Placement) => Request::MoveToParent { item, parent, at };
+    move_to_parent(item, parent; at: Placement) => Request::MoveToParent { item, parent, at };
     /// Deletes `item`.
-    remove(item: Id) => Request::Remove { item };
+    remove(item;) => Request::Remove { item };
     /// Sets the whole order of `parent`; writes only the rows that must move.
-    reorder(parent: Id, ids: &[Id]) => Request::Reorder { parent, ids: ids.to_vec() };
+    reorder(parent; ids: &[Id]) => Request::Reorder { parent, ids: ids.to_vec() };
     /// Spreads `parent`'s items evenly, keeping their order.
-    rebalance(parent: Id) => Request::Rebalance { parent };
+    rebalance(parent;) => Request::Rebalance { parent };
     /// Repairs what [`Ordering::verify`] reports by relabelling in the current order.
-    heal(parent: Id) => Request::Rebalance { parent };
+    heal(parent;) => Request::Rebalance { parent };
 }
 
 impl Ordering {
     /// The items of `parent`, `ORDER BY position, id`.
-    pub async fn list<C: ConnectionTrait>(&self, db: &C, parent: impl Into<Id>) -> Result<Vec<Row>> {
+    pub async fn list<C: ConnectionTrait>(
+        &self,
+        db: &C,
+        parent: impl Into<Id>,
+    ) -> Result<Vec<Row>> {
         let parent = self.s.scope_key(parent.into())?;
         let d = dialect(db.get_database_backend())?;
         match read(db, &sql::list(d, &self.s.spec, parent), self.s.wire()).await? {
@@ -959,7 +976,11 @@ impl Ordering {
     /// Send both to the client; it sends the version back with its next write
     /// ([`Ordering::expect_version`]), refused with
     /// [`ordered_core::Error::VersionConflict`] if anyone wrote in between.
-    pub async fn list_versioned<C: ConnectionTrait>(&self, db: &C, parent: impl Into<Id>) -> Result<Listing> {
+    pub async fn list_versioned<C: ConnectionTrait>(
+        &self,
+        db: &C,
+        parent: impl Into<Id>,
+    ) -> Result<Listing> {
         let parent = self.s.scope_key(parent.into())?;
         let d = dialect(db.get_database_backend())?;
         let stmt = sql::list_versioned(d, &self.s.spec, parent);
@@ -997,7 +1018,11 @@ impl Ordering {
 
     /// Checks `parent`'s collection: duplicates, out-of-domain positions, over-long
     /// keys, and that the database returns them in byte order.
-    pub async fn verify<C: ConnectionTrait>(&self, db: &C, parent: impl Into<Id>) -> Result<Report> {
+    pub async fn verify<C: ConnectionTrait>(
+        &self,
+        db: &C,
+        parent: impl Into<Id>,
+    ) -> Result<Report> {
         let parent = parent.into();
         let rows = self.list(db, parent).await?;
         Ok(ordered_core::verify(&self.s.spec, &rows))

@@ -109,7 +109,11 @@ async fn derived_entity_playlist_scenario() {
         }
         let o = track::Entity::ordering();
         let moved = o
-            .move_before(&db, ordered_seaorm::Id::Int(made["Credits"]), ordered_seaorm::Id::Int(made["Demo"]))
+            .move_before(
+                &db,
+                ordered_seaorm::Id::Int(made["Credits"]),
+                ordered_seaorm::Id::Int(made["Demo"]),
+            )
             .await
             .unwrap();
         assert_eq!(moved.rows_written, 1);
@@ -176,13 +180,39 @@ async fn every_operation_and_stale_requests() {
             let test = format!("ops_{sname}");
             let db = connect(engine, &url, &test).await;
             let spec = spec_for(&test, strategy, RebalancePolicy::Window);
-            reset(&db, &spec, &[ordered_seaorm::Id::Int(1), ordered_seaorm::Id::Int(2)]).await;
+            reset(
+                &db,
+                &spec,
+                &[ordered_seaorm::Id::Int(1), ordered_seaorm::Id::Int(2)],
+            )
+            .await;
             let o = Ordering::new(spec);
             let a = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "a").await;
             let b = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::First, "b").await;
-            let d = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::After(a), "d").await;
-            let e = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Before(a), "e").await;
-            let f = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Index(2), "f").await;
+            let d = add(
+                &db,
+                spec,
+                ordered_seaorm::Id::Int(1),
+                Placement::After(a),
+                "d",
+            )
+            .await;
+            let e = add(
+                &db,
+                spec,
+                ordered_seaorm::Id::Int(1),
+                Placement::Before(a),
+                "e",
+            )
+            .await;
+            let f = add(
+                &db,
+                spec,
+                ordered_seaorm::Id::Int(1),
+                Placement::Index(2),
+                "f",
+            )
+            .await;
             let g = add(
                 &db,
                 spec,
@@ -194,7 +224,10 @@ async fn every_operation_and_stale_requests() {
                 "g",
             )
             .await;
-            assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [b, e, f, g, a, d]);
+            assert_eq!(
+                ids(&db, spec, ordered_seaorm::Id::Int(1)).await,
+                [b, e, f, g, a, d]
+            );
             o.move_after(&db, b, d).await.unwrap();
             o.move_to_start(&db, d).await.unwrap();
             o.move_to_end(&db, e).await.unwrap();
@@ -209,11 +242,19 @@ async fn every_operation_and_stale_requests() {
                 "{engine} {sname}"
             );
             assert_eq!(o.index_of(&db, b).await.unwrap(), 3);
-            o.move_to_parent(&db, g, ordered_seaorm::Id::Int(2), Placement::First).await.unwrap();
+            o.move_to_parent(&db, g, ordered_seaorm::Id::Int(2), Placement::First)
+                .await
+                .unwrap();
             o.remove(&db, d).await.unwrap();
-            let out = o.reorder(&db, ordered_seaorm::Id::Int(1), &[f, e, a, b]).await.unwrap();
+            let out = o
+                .reorder(&db, ordered_seaorm::Id::Int(1), &[f, e, a, b])
+                .await
+                .unwrap();
             assert_eq!(out.rows_written, 1);
-            assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [f, e, a, b]);
+            assert_eq!(
+                ids(&db, spec, ordered_seaorm::Id::Int(1)).await,
+                [f, e, a, b]
+            );
             assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(2)).await, [g]);
             sound(&db, spec, ordered_seaorm::Id::Int(1)).await;
             // stale and bad requests: typed, and nothing changes
@@ -221,11 +262,16 @@ async fn every_operation_and_stale_requests() {
             let cases: Vec<(Result<ordered_seaorm::Outcome, Error>, OrderingError)> = vec![
                 (
                     o.move_before(&db, ordered_seaorm::Id::Int(999), a).await,
-                    OrderingError::NotFound { id: ordered_seaorm::Id::Int(999) },
+                    OrderingError::NotFound {
+                        id: ordered_seaorm::Id::Int(999),
+                    },
                 ),
                 (
                     o.move_after(&db, a, g).await,
-                    OrderingError::NotInCollection { id: g, parent: ordered_seaorm::Id::Int(1) },
+                    OrderingError::NotInCollection {
+                        id: g,
+                        parent: ordered_seaorm::Id::Int(1),
+                    },
                 ),
                 (
                     o.move_after(&db, a, a).await,
@@ -265,7 +311,9 @@ async fn every_operation_and_stale_requests() {
                 .unwrap_err();
             assert_eq!(
                 missing.ordering(),
-                Some(&OrderingError::ParentNotFound { parent: ordered_seaorm::Id::Int(77) })
+                Some(&OrderingError::ParentNotFound {
+                    parent: ordered_seaorm::Id::Int(77)
+                })
             );
             assert_eq!(o.list(&db, 1).await.unwrap(), before, "{engine} {sname}");
         }
@@ -285,7 +333,16 @@ async fn eight_tasks_hundred_moves_into_one_gap() {
             reset(&db, &spec, &[ordered_seaorm::Id::Int(1)]).await;
             let mut items = Vec::new();
             for i in 0..40 {
-                items.push(add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, &format!("i{i}")).await);
+                items.push(
+                    add(
+                        &db,
+                        spec,
+                        ordered_seaorm::Id::Int(1),
+                        Placement::Last,
+                        &format!("i{i}"),
+                    )
+                    .await,
+                );
             }
             let anchor = items[0];
             let outcomes = Arc::new(Mutex::new(BTreeMap::<&'static str, u64>::new()));
@@ -388,9 +445,16 @@ async fn schema_manager_migrations_up_down_up() {
             add_ordering(&manager, &spec, Backfill::By(&["id"]))
                 .await
                 .unwrap();
-            assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [1, 2, 3], "{engine} {sname}");
+            assert_eq!(
+                ids(&db, spec, ordered_seaorm::Id::Int(1)).await,
+                [1, 2, 3],
+                "{engine} {sname}"
+            );
             sound(&db, spec, ordered_seaorm::Id::Int(1)).await;
-            Ordering::new(spec).move_to_start(&db, ordered_seaorm::Id::Int(3)).await.unwrap();
+            Ordering::new(spec)
+                .move_to_start(&db, ordered_seaorm::Id::Int(3))
+                .await
+                .unwrap();
             assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [3, 1, 2]);
             drop_ordering(&manager, &spec).await.unwrap();
             if sname == "gapped" {
@@ -417,7 +481,11 @@ async fn schema_manager_migrations_up_down_up() {
                     .await;
                 }
                 adopt_ordering(&manager, &spec, &[]).await.unwrap();
-                assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [2, 3, 1], "{engine} adopted");
+                assert_eq!(
+                    ids(&db, spec, ordered_seaorm::Id::Int(1)).await,
+                    [2, 3, 1],
+                    "{engine} adopted"
+                );
                 sound(&db, spec, ordered_seaorm::Id::Int(1)).await;
             }
         }
@@ -442,10 +510,18 @@ async fn inside_the_callers_transaction() {
             Some(OrderingError::SelfReference { .. })
         ));
         txn.rollback().await.unwrap();
-        assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [a, b], "{engine}");
+        assert_eq!(
+            ids(&db, spec, ordered_seaorm::Id::Int(1)).await,
+            [a, b],
+            "{engine}"
+        );
         let txn = db.begin().await.unwrap();
         Ordering::new(spec).move_to_start(&txn, b).await.unwrap();
         txn.commit().await.unwrap();
-        assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [b, a], "{engine}");
+        assert_eq!(
+            ids(&db, spec, ordered_seaorm::Id::Int(1)).await,
+            [b, a],
+            "{engine}"
+        );
     }
 }

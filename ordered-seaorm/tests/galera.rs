@@ -97,7 +97,16 @@ async fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() 
     exec(&db, "CREATE TABLE s_gal_log (op BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, v BIGINT NOT NULL, in_tx INT NOT NULL)").await;
     let mut seeded = Vec::new();
     for i in 0..32 {
-        seeded.push(add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, &format!("s{i}")).await);
+        seeded.push(
+            add(
+                &db,
+                spec,
+                ordered_seaorm::Id::Int(1),
+                Placement::Last,
+                &format!("s{i}"),
+            )
+            .await,
+        );
     }
     let v0 = count(
         &db,
@@ -122,15 +131,20 @@ async fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() 
                 let a = (rng % 32) as usize;
                 let anchor = seeded[a];
                 let r = if rng % 5 < 2 {
-                    o.insert_after(&db, ordered_seaorm::Id::Int(1), anchor, inserter(spec, "w".into()))
-                        .await
-                        .map(|i| {
-                            (
-                                i.outcome.version.unwrap(),
-                                Some(i.value),
-                                i.outcome.attempts,
-                            )
-                        })
+                    o.insert_after(
+                        &db,
+                        ordered_seaorm::Id::Int(1),
+                        anchor,
+                        inserter(spec, "w".into()),
+                    )
+                    .await
+                    .map(|i| {
+                        (
+                            i.outcome.version.unwrap(),
+                            Some(i.value),
+                            i.outcome.attempts,
+                        )
+                    })
                 } else {
                     let item = seeded[(a + 1 + (rng >> 8) as usize % 31) % 32];
                     o.move_before(&db, item, anchor)
@@ -209,7 +223,10 @@ async fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() 
     let partial = errors.get("PartiallyApplied").copied().unwrap_or(0);
     assert!(escaped <= partial, "{escaped} escaped, {partial} reported");
     if partial > 0 {
-        Ordering::new(spec).heal(&db, ordered_seaorm::Id::Int(1)).await.unwrap();
+        Ordering::new(spec)
+            .heal(&db, ordered_seaorm::Id::Int(1))
+            .await
+            .unwrap();
     }
     let report = Ordering::new(spec).verify(&db, 1).await.unwrap();
     assert!(report.is_ok(), "{report:?}");

@@ -104,7 +104,10 @@ async fn bump_to_top<E: OrderedEntity, C: OrderedConnection>(
     db: &C,
     item: i64,
 ) -> Result<u64, Error> {
-    Ok(E::ordering().move_to_start(db, ordered_seaorm::Id::Int(item)).await?.rows_written)
+    Ok(E::ordering()
+        .move_to_start(db, ordered_seaorm::Id::Int(item))
+        .await?
+        .rows_written)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -144,7 +147,12 @@ async fn a_live_board_on_every_engine() {
             .unwrap()
             .value;
         let c = cards
-            .insert_model(&db, 1, Placement::Before(ordered_seaorm::Id::Int(b.id)), card("c"))
+            .insert_model(
+                &db,
+                1,
+                Placement::Before(ordered_seaorm::Id::Int(b.id)),
+                card("c"),
+            )
             .await
             .unwrap()
             .value;
@@ -258,13 +266,21 @@ async fn a_live_board_on_every_engine() {
         cards
             .clone()
             .expect_version(v)
-            .move_before(&db, ordered_seaorm::Id::Int(b.id), ordered_seaorm::Id::Int(a.value.id))
+            .move_before(
+                &db,
+                ordered_seaorm::Id::Int(b.id),
+                ordered_seaorm::Id::Int(a.value.id),
+            )
             .await
             .unwrap();
         let stale = cards
             .clone()
             .expect_version(v)
-            .move_before(&db, ordered_seaorm::Id::Int(a.value.id), ordered_seaorm::Id::Int(b.id))
+            .move_before(
+                &db,
+                ordered_seaorm::Id::Int(a.value.id),
+                ordered_seaorm::Id::Int(b.id),
+            )
             .await
             .unwrap_err();
         assert_eq!(
@@ -292,7 +308,12 @@ async fn a_live_board_on_every_engine() {
         );
         assert!(refusal(&DbErr::Custom("other".into())).is_none());
         let stale_move = cards
-            .move_between(&db, ordered_seaorm::Id::Int(a.value.id), Some(ordered_seaorm::Id::Int(a.value.id)), None)
+            .move_between(
+                &db,
+                ordered_seaorm::Id::Int(a.value.id),
+                Some(ordered_seaorm::Id::Int(a.value.id)),
+                None,
+            )
             .await
             .unwrap_err();
         assert_eq!(stale_move.code(), "self_reference");
@@ -352,8 +373,14 @@ async fn a_deferred_sqlite_transaction_gets_a_typed_error_and_begin_avoids_it() 
     // connection commits, and the deferred transaction can no longer take the write lock
     let deferred = db.begin().await.unwrap();
     assert_eq!(titles(&deferred, 1).await, ["a", "b"]);
-    cards.move_to_start(&db, ordered_seaorm::Id::Int(b.id)).await.unwrap();
-    let e = cards.move_to_start(&deferred, ordered_seaorm::Id::Int(a.id)).await.unwrap_err();
+    cards
+        .move_to_start(&db, ordered_seaorm::Id::Int(b.id))
+        .await
+        .unwrap();
+    let e = cards
+        .move_to_start(&deferred, ordered_seaorm::Id::Int(a.id))
+        .await
+        .unwrap_err();
     assert!(matches!(e, Error::SqliteDeferred(_)), "{e:?}");
     assert!(e.is_retryable());
     assert!(e.to_string().contains("ordered_seaorm::begin"), "{e}");
@@ -366,9 +393,16 @@ async fn a_deferred_sqlite_transaction_gets_a_typed_error_and_begin_avoids_it() 
     let other = {
         let db = db.clone();
         let cards = cards.clone();
-        tokio::spawn(async move { cards.move_to_start(&db, ordered_seaorm::Id::Int(b.id)).await })
+        tokio::spawn(async move {
+            cards
+                .move_to_start(&db, ordered_seaorm::Id::Int(b.id))
+                .await
+        })
     };
-    cards.move_to_start(&immediate, ordered_seaorm::Id::Int(a.id)).await.unwrap();
+    cards
+        .move_to_start(&immediate, ordered_seaorm::Id::Int(a.id))
+        .await
+        .unwrap();
     immediate.commit().await.unwrap();
     other.await.unwrap().unwrap();
     assert_eq!(titles(&db, 1).await, ["b", "a"]);

@@ -195,9 +195,14 @@ async fn hot_gap(engine: &str, url: &str, report: &mut Vec<String>) {
                             .await
                             .map(|r| (r, item, at))
                     } else {
-                        o.insert_after(&db, ordered_seaorm::Id::Int(1), a, inserter(spec, format!("x{w}-{i}")))
-                            .await
-                            .map(|r| (r.outcome, r.value, Placement::After(a)))
+                        o.insert_after(
+                            &db,
+                            ordered_seaorm::Id::Int(1),
+                            a,
+                            inserter(spec, format!("x{w}-{i}")),
+                        )
+                        .await
+                        .map(|r| (r.outcome, r.value, Placement::After(a)))
                     };
                     tally.lat.push(t0.elapsed());
                     match r {
@@ -339,7 +344,12 @@ async fn callers_txn(engine: &str, url: &str, report: &mut Vec<String>) {
                         .unwrap();
                     let _ = ids(&txn, spec, ordered_seaorm::Id::Int(1)).await;
                     let r = Ordering::new(spec)
-                        .insert_after(&txn, ordered_seaorm::Id::Int(1), a, inserter(spec, format!("w{w}-{i}")))
+                        .insert_after(
+                            &txn,
+                            ordered_seaorm::Id::Int(1),
+                            a,
+                            inserter(spec, format!("w{w}-{i}")),
+                        )
                         .await;
                     match r {
                         Ok(r) => {
@@ -403,7 +413,14 @@ async fn killed(engine: &str, url: &str, report: &mut Vec<String>) {
     reset(&db, &spec, &[ordered_seaorm::Id::Int(1)]).await;
     let a = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "A").await;
     for i in 0..30 {
-        add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, &format!("i{i}")).await;
+        add(
+            &db,
+            spec,
+            ordered_seaorm::Id::Int(1),
+            Placement::Last,
+            &format!("i{i}"),
+        )
+        .await;
     }
     PAUSED.store(false, AtomicOrdering::SeqCst);
     WRITER.store(0, AtomicOrdering::SeqCst);
@@ -441,7 +458,12 @@ async fn killed(engine: &str, url: &str, report: &mut Vec<String>) {
                 });
             for i in 0..64 {
                 let r = o
-                    .insert_after(&db, ordered_seaorm::Id::Int(1), a, inserter(spec, format!("r{i}")))
+                    .insert_after(
+                        &db,
+                        ordered_seaorm::Id::Int(1),
+                        a,
+                        inserter(spec, format!("r{i}")),
+                    )
                     .await?;
                 if r.outcome.relabelled > 0 {
                     return Ok(r.outcome);

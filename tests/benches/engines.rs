@@ -565,10 +565,15 @@ fn seaorm_rows<C: BenchConn>(
                     let t = Instant::now();
                     let out = match workload {
                         "random" => {
-                            o.insert_after(&db, ordered_core::Id::Int(1), ids[rng.below(ids.len())], seaorm_insert(s))
-                                .await
-                                .unwrap()
-                                .outcome
+                            o.insert_after(
+                                &db,
+                                ordered_core::Id::Int(1),
+                                ids[rng.below(ids.len())],
+                                seaorm_insert(s),
+                            )
+                            .await
+                            .unwrap()
+                            .outcome
                         }
                         "hot gap" => {
                             o.insert_after(&db, ordered_core::Id::Int(1), hot, seaorm_insert(s))

@@ -44,6 +44,15 @@ impl Schema {
         }
     }
 
+    /// A key of another type than the items' (a string for integer keys, an integer
+    /// for the others): refused before anything is read.
+    pub fn wrong(&self) -> Id {
+        match self.id {
+            KeyType::Int => Id::text("not-a-number").unwrap_or(Id::Int(0)),
+            _ => Id::Int(5),
+        }
+    }
+
     /// A key of the items' type that no item has.
     pub fn missing(&self) -> Id {
         key(self.id, 999_999, "card")
@@ -83,6 +92,8 @@ pub enum Step {
     Reorder(i64, Vec<usize>),
     /// Rebalance a collection.
     Rebalance(i64),
+    /// Move an item after a key of the wrong type ([`Schema::wrong`]).
+    MoveAfterWrongKey(usize),
 }
 
 /// A placement whose anchors are creation indexes (`999` names an item that does not
@@ -149,6 +160,7 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
         Move(1, After(0)),                  // anchor in another collection
         MoveExpecting(1, Last, 1),          // stale version
         Insert(77, Last),                   // missing parent
+        MoveAfterWrongKey(1),               // a key of the wrong type
         Rebalance(1),
     ];
     let ints = Schema::INTS;

@@ -83,7 +83,11 @@ fn check_step(tag: &str, name: &str, i: usize, before: &[Row], after: &[Row], r:
 /// The end of a run: the versioned read returns the same rows as the plain one, and its
 /// version (as a last pseudo-step, so that the ORMs' versions are compared too).
 fn versioned_step(rows: &[Row], parent: Id, listing: ordered_core::Listing) -> Outcome {
-    let of_1: Vec<Row> = rows.iter().filter(|r| r.parent == parent).cloned().collect();
+    let of_1: Vec<Row> = rows
+        .iter()
+        .filter(|r| r.parent == parent)
+        .cloned()
+        .collect();
     assert_eq!(listing.rows, of_1, "the versioned read lists other rows");
     let version = listing.version.expect("a version column");
     Ok((
@@ -100,11 +104,7 @@ fn leak(s: String) -> &'static str {
 }
 
 fn spec(script: &str, orm: &str, schema: Schema) -> Spec {
-    let strategy: &'static dyn PositionStrategy = if schema.keys {
-        &SHORT_KEYS
-    } else {
-        &TIGHT
-    };
+    let strategy: &'static dyn PositionStrategy = if schema.keys { &SHORT_KEYS } else { &TIGHT };
     Spec {
         table: leak(format!("k_{script}_{orm}_i")),
         id: "id",
@@ -145,8 +145,14 @@ fn ddl(d: Dialect, s: &Spec, schema: Schema) -> Vec<String> {
         for stmt in &mut out {
             *stmt = stmt
                 .replace("BIGSERIAL PRIMARY KEY", "SERIAL PRIMARY KEY")
-                .replace("BIGINT NOT NULL AUTO_INCREMENT", "INT NOT NULL AUTO_INCREMENT")
-                .replace(&format!("{} BIGINT NOT NULL", q(s.parent)), &format!("{} INTEGER NOT NULL", q(s.parent)));
+                .replace(
+                    "BIGINT NOT NULL AUTO_INCREMENT",
+                    "INT NOT NULL AUTO_INCREMENT",
+                )
+                .replace(
+                    &format!("{} BIGINT NOT NULL", q(s.parent)),
+                    &format!("{} INTEGER NOT NULL", q(s.parent)),
+                );
         }
     }
     for p in [1, 2] {
@@ -315,13 +321,20 @@ where
                 diesel_outcome(r, pos)
             }
             MoveTo(i, p, at) => diesel_outcome(
-                o.move_to_parent(&mut conn, ids[*i], schema.parent(*p), at.resolve(&ids, schema.missing())),
+                o.move_to_parent(
+                    &mut conn,
+                    ids[*i],
+                    schema.parent(*p),
+                    at.resolve(&ids, schema.missing()),
+                ),
                 pos,
             ),
             MoveExpecting(i, at, v) => diesel_outcome(
-                o.clone()
-                    .expect_version(*v)
-                    .move_to(&mut conn, ids[*i], at.resolve(&ids, schema.missing())),
+                o.clone().expect_version(*v).move_to(
+                    &mut conn,
+                    ids[*i],
+                    at.resolve(&ids, schema.missing()),
+                ),
                 pos,
             ),
             Swap(a, b) => diesel_outcome(o.swap(&mut conn, ids[*a], ids[*b]), pos),
@@ -331,7 +344,21 @@ where
                 diesel_outcome(o.reorder(&mut conn, schema.parent(*p), &want), pos)
             }
             Rebalance(p) => diesel_outcome(o.rebalance(&mut conn, schema.parent(*p)), pos),
+            MoveAfterWrongKey(i) => diesel_outcome(
+                o.move_to(
+                    &mut conn,
+                    ids[*i],
+                    ordered_core::Placement::After(schema.wrong()),
+                ),
+                pos,
+            ),
         };
+        if let MoveAfterWrongKey(_) = step {
+            assert!(
+                matches!(r, Err(ordered_core::Error::WrongKeyType { .. })),
+                "{tag} {name} step {i}: {r:?}"
+            );
+        }
         check_step(tag, name, i, &before, &lists(&mut conn), &r);
         out.push(r);
     }
@@ -439,8 +466,13 @@ where
                 diesel_outcome(r, pos)
             }
             MoveTo(i, p, at) => diesel_outcome(
-                o.move_to_parent(&mut conn, ids[*i], schema.parent(*p), at.resolve(&ids, schema.missing()))
-                    .await,
+                o.move_to_parent(
+                    &mut conn,
+                    ids[*i],
+                    schema.parent(*p),
+                    at.resolve(&ids, schema.missing()),
+                )
+                .await,
                 pos,
             ),
             MoveExpecting(i, at, v) => diesel_outcome(
@@ -457,8 +489,24 @@ where
                 diesel_outcome(o.reorder(&mut conn, schema.parent(*p), &want).await, pos)
             }
             Rebalance(p) => diesel_outcome(o.rebalance(&mut conn, schema.parent(*p)).await, pos),
+            MoveAfterWrongKey(i) => diesel_outcome(
+                o.move_to(
+                    &mut conn,
+                    ids[*i],
+                    ordered_core::Placement::After(schema.wrong()),
+                )
+                .await,
+                pos,
+            ),
         };
-        check_step(tag, name, i, &before, &lists(&o, &mut conn, schema).await, &r);
+        check_step(
+            tag,
+            name,
+            i,
+            &before,
+            &lists(&o, &mut conn, schema).await,
+            &r,
+        );
         out.push(r);
     }
     let mut reader = reader.unwrap_or(conn);
@@ -466,7 +514,9 @@ where
     out.push(versioned_step(
         &rows,
         schema.parent(1),
-        o.list_versioned(&mut reader, schema.parent(1)).await.unwrap(),
+        o.list_versioned(&mut reader, schema.parent(1))
+            .await
+            .unwrap(),
     ));
     (out, rows)
 }
@@ -554,7 +604,13 @@ async fn run_seaorm(
                 seaorm_outcome(r, pos)
             }
             MoveTo(i, p, at) => seaorm_outcome(
-                o.move_to_parent(&db, ids[*i], schema.parent(*p), at.resolve(&ids, schema.missing())).await,
+                o.move_to_parent(
+                    &db,
+                    ids[*i],
+                    schema.parent(*p),
+                    at.resolve(&ids, schema.missing()),
+                )
+                .await,
                 pos,
             ),
             MoveExpecting(i, at, v) => seaorm_outcome(
@@ -571,6 +627,11 @@ async fn run_seaorm(
                 seaorm_outcome(o.reorder(&db, schema.parent(*p), &want).await, pos)
             }
             Rebalance(p) => seaorm_outcome(o.rebalance(&db, schema.parent(*p)).await, pos),
+            MoveAfterWrongKey(i) => seaorm_outcome(
+                o.move_to(&db, ids[*i], ordered_core::Placement::After(schema.wrong()))
+                    .await,
+                pos,
+            ),
         };
         check_step(tag, name, i, &before, &lists(&o, &db, schema).await, &r);
         out.push(r);

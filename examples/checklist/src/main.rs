@@ -195,7 +195,12 @@ async fn main() -> Res<()> {
     let stale = steps
         .clone()
         .expect_version(version)
-        .move_between(&db, ordered_seaorm::Id::Int(publish), Some(ordered_seaorm::Id::Int(tag)), Some(ordered_seaorm::Id::Int(build)))
+        .move_between(
+            &db,
+            ordered_seaorm::Id::Int(publish),
+            Some(ordered_seaorm::Id::Int(tag)),
+            Some(ordered_seaorm::Id::Int(build)),
+        )
         .await;
     let err = stale.err().ok_or("client B's stale drag must be refused")?;
     let (status, body) = respond(&err);
@@ -223,7 +228,12 @@ async fn main() -> Res<()> {
             ..Default::default()
         };
         let inserted = steps
-            .insert_model(&db, 1, Placement::After(ordered_seaorm::Id::Int(publish)), model)
+            .insert_model(
+                &db,
+                1,
+                Placement::After(ordered_seaorm::Id::Int(publish)),
+                model,
+            )
             .await?;
         if inserted.outcome.relabelled > 0 {
             relabel = Some(inserted.outcome);
@@ -238,7 +248,10 @@ async fn main() -> Res<()> {
     );
 
     // a refusal that went through `?` into a DbErr keeps its type
-    let missing: DbErr = match steps.move_to_start(&db, ordered_seaorm::Id::Int(999_999)).await {
+    let missing: DbErr = match steps
+        .move_to_start(&db, ordered_seaorm::Id::Int(999_999))
+        .await
+    {
         Err(e) => e.into(),
         Ok(_) => return Err("a move of a missing step must be refused".into()),
     };

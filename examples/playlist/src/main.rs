@@ -175,9 +175,13 @@ fn run<C: DemoConn>(url: &str) -> Res<()> {
         ),
     )?;
 
-    Track::insert_between(conn, 1, Some(ordered_diesel::Id::Int(credits)), Some(ordered_diesel::Id::Int(demo)), |c, slot| {
-        c.add(slot, "Setup")
-    })?;
+    Track::insert_between(
+        conn,
+        1,
+        Some(ordered_diesel::Id::Int(credits)),
+        Some(ordered_diesel::Id::Int(demo)),
+        |c, slot| c.add(slot, "Setup"),
+    )?;
     show(conn, "3. Setup inserted between Credits and Demo")?;
 
     // 4. keep inserting right after Intro until the 1024-wide gap runs out
@@ -260,7 +264,12 @@ fn run<C: DemoConn>(url: &str) -> Res<()> {
 
     // 7. a client that still shows Credits next to Setup asks for a move between them
     let bonus3 = id_of(conn, "Bonus 3")?;
-    match Track::move_between(conn, bonus3, Some(ordered_diesel::Id::Int(credits)), Some(ordered_diesel::Id::Int(setup))) {
+    match Track::move_between(
+        conn,
+        bonus3,
+        Some(ordered_diesel::Id::Int(credits)),
+        Some(ordered_diesel::Id::Int(setup)),
+    ) {
         Err(e) if matches!(e.ordering(), Some(OrderingError::StaleNeighbours { .. })) => {
             println!("\n7. stale move rejected with a typed error: {e}");
         }

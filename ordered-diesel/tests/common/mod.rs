@@ -15,11 +15,11 @@ use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 use ordered_diesel::__private::Reply as ordered_core_reply;
-use ordered_diesel::migrations::{create_parent_table, create_table};
 pub use ordered_diesel::Id;
+use ordered_diesel::migrations::{create_parent_table, create_table};
 use ordered_diesel::{
-    Dialect, Fractional, Gapped, OrderedConnection, Ordering, PositionStrategy,
-    RebalancePolicy, Slot, Spec,
+    Dialect, Fractional, Gapped, OrderedConnection, Ordering, PositionStrategy, RebalancePolicy,
+    Slot, Spec,
 };
 
 /// What each test engine must offer besides the library's trait.
@@ -148,11 +148,9 @@ impl TestConn for diesel::MysqlConnection {
         .bind::<BigInt, _>(slot.scope::<i64>()?)
         .bind::<Text, _>(title.to_owned());
         bind_slot(q, slot).execute(self)?;
-        Ok(
-            diesel::sql_query("SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id")
-                .get_result::<IdRow>(self)
-                .map(|r| Id::Int(r.id))?,
-        )
+        diesel::sql_query("SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id")
+            .get_result::<IdRow>(self)
+            .map(|r| Id::Int(r.id))
     }
 }
 

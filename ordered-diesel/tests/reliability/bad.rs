@@ -27,7 +27,12 @@ pub fn run() {
 /// B4: two workers insert into the same missing parent at once: every call is
 /// `ParentNotFound`, none a deadlock (MariaDB 1213), and no parent row appears.
 fn b4<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("b4", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "b4",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let all = crate::threads(2, |w, tally| {
         let mut conn = C::open(&t.db);
         for i in 0..50 {
@@ -90,7 +95,12 @@ fn b6<C: TestConn>(_: ()) {
         let e = o
             .insert_after(&mut c, 1, 999, |c, s| c.insert_item(&t, "x", &s))
             .unwrap_err();
-        assert_eq!(e.ordering(), Some(&OrderingError::NotFound { id: ordered_diesel::Id::Int(999) }));
+        assert_eq!(
+            e.ordering(),
+            Some(&OrderingError::NotFound {
+                id: ordered_diesel::Id::Int(999)
+            })
+        );
         tally.error(&e);
         let r = o
             .insert_last(&mut c, 1, |c, s| c.insert_item(&t, "first", &s))
@@ -114,7 +124,12 @@ fn b6<C: TestConn>(_: ()) {
 /// and the table's CHECK refuses a value past either end of the stored range (the live
 /// domain plus the parking range below it).
 fn b7<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("b7", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "b7",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
     let raw = |c: &mut C, title: &str, pos: i64| {
         c.batch_execute(&format!(

@@ -135,7 +135,12 @@ fn c1<C: TestConn>(keys: bool) {
     let strategy: &'static dyn PositionStrategy = if keys { &KEYS } else { &GAP16 };
     for level in levels {
         let test = format!("c1{}_{}", if keys { "k" } else { "" }, slug(level));
-        let (mut c, t) = setup::<C>(&test, strategy, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+        let (mut c, t) = setup::<C>(
+            &test,
+            strategy,
+            RebalancePolicy::Window,
+            &[ordered_diesel::Id::Int(1)],
+        );
         reset_log(&mut c);
         let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
         let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "B");
@@ -179,7 +184,11 @@ fn c1<C: TestConn>(keys: bool) {
         for (_, id) in &committed {
             replay.insert(1, *id);
         }
-        assert_eq!(ids(&mut c, &t, ordered_diesel::Id::Int(1)), replay, "{label}: versions disagree");
+        assert_eq!(
+            ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+            replay,
+            "{label}: versions disagree"
+        );
         assert!(all.relabels > 0, "{label}: the hot gap never relabelled");
         if keys {
             assert!(all.longest_key <= 64, "{label}: key over the cap");
@@ -205,11 +214,24 @@ fn c2<C: TestConn>(_: ()) {
     let (n, m) = sizes::<C>();
     for level in isolation_levels::<C>() {
         let test = format!("c2_{}", slug(level));
-        let (mut c, t) = setup::<C>(&test, &GAP16, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+        let (mut c, t) = setup::<C>(
+            &test,
+            &GAP16,
+            RebalancePolicy::Window,
+            &[ordered_diesel::Id::Int(1)],
+        );
         reset_log(&mut c);
         let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
         let items: Vec<Id> = (0..40)
-            .map(|i| add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, &format!("i{i}")))
+            .map(|i| {
+                add(
+                    &mut c,
+                    &t,
+                    ordered_diesel::Id::Int(1),
+                    Placement::Last,
+                    &format!("i{i}"),
+                )
+            })
             .collect();
         let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "B");
         let start = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1)]);
@@ -311,7 +333,12 @@ fn c3<C: TestConn>(control: bool) {
     };
     for level in levels {
         let test = format!("c3{}_{}", if control { "n" } else { "" }, slug(level));
-        let (mut c, t) = setup::<C>(&test, &TIGHT_WHOLE, RebalancePolicy::Whole, &[ordered_diesel::Id::Int(1)]);
+        let (mut c, t) = setup::<C>(
+            &test,
+            &TIGHT_WHOLE,
+            RebalancePolicy::Whole,
+            &[ordered_diesel::Id::Int(1)],
+        );
         reset_log(&mut c);
         let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
         let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "X");
@@ -417,7 +444,16 @@ fn c4<C: TestConn>(control: bool) {
         return; // one writer at a time: no lock order to get wrong
     }
     let test = if control { "c4_control" } else { "c4" };
-    let (mut c, t) = setup::<C>(test, &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2), ordered_diesel::Id::Int(3)]);
+    let (mut c, t) = setup::<C>(
+        test,
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[
+            ordered_diesel::Id::Int(1),
+            ordered_diesel::Id::Int(2),
+            ordered_diesel::Id::Int(3),
+        ],
+    );
     reset_log(&mut c);
     let pairs = 8;
     let moves = if control { 20 } else { 200 };
@@ -425,11 +461,25 @@ fn c4<C: TestConn>(control: bool) {
     for w in 0..pairs * 2 + 1 {
         let parent = if w % 2 == 0 { 1 } else { 2 };
         items.push((
-            add(&mut c, &t, ordered_diesel::Id::Int(parent), Placement::Last, &format!("w{w}")),
+            add(
+                &mut c,
+                &t,
+                ordered_diesel::Id::Int(parent),
+                Placement::Last,
+                &format!("w{w}"),
+            ),
             parent,
         ));
     }
-    let start = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2), ordered_diesel::Id::Int(3)]);
+    let start = Model::read(
+        &mut c,
+        &t,
+        &[
+            ordered_diesel::Id::Int(1),
+            ordered_diesel::Id::Int(2),
+            ordered_diesel::Id::Int(3),
+        ],
+    );
     let controls = Controls {
         lock_in_request_order: control,
         ..Default::default()
@@ -444,7 +494,11 @@ fn c4<C: TestConn>(control: bool) {
         let (item, first) = items[w];
         let o = olog(&t).retry(RetryPolicy::NONE).with_controls(controls);
         let cycle: Vec<Id> = if w == pairs * 2 {
-            vec![ordered_diesel::Id::Int(2), ordered_diesel::Id::Int(3), ordered_diesel::Id::Int(1)]
+            vec![
+                ordered_diesel::Id::Int(2),
+                ordered_diesel::Id::Int(3),
+                ordered_diesel::Id::Int(1),
+            ]
         } else if first == 1 {
             vec![ordered_diesel::Id::Int(2), ordered_diesel::Id::Int(1)]
         } else {
@@ -502,11 +556,22 @@ fn c4<C: TestConn>(control: bool) {
 /// (PostgreSQL `pg_terminate_backend`, MariaDB `KILL`, SQLite: SIGKILL of a child
 /// process). The relabel must be rolled back whole.
 fn c5<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("c5", &TIGHT_WHOLE, RebalancePolicy::Whole, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "c5",
+        &TIGHT_WHOLE,
+        RebalancePolicy::Whole,
+        &[ordered_diesel::Id::Int(1)],
+    );
     reset_log(&mut c);
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
     for i in 0..30 {
-        add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, &format!("i{i}"));
+        add(
+            &mut c,
+            &t,
+            ordered_diesel::Id::Int(1),
+            Placement::Last,
+            &format!("i{i}"),
+        );
     }
     let label = format!("C5 {}", C::name());
     let mut tally = Tally::default();
@@ -632,10 +697,23 @@ pub fn c5_child() {
 /// C6: deletes racing moves that use the deleted items as subject or anchor.
 fn c6<C: TestConn>(_: ()) {
     let (n, m) = sizes::<C>();
-    let (mut c, t) = setup::<C>("c6", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "c6",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     reset_log(&mut c);
     let items: Vec<Id> = (0..200)
-        .map(|i| add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, &format!("i{i}")))
+        .map(|i| {
+            add(
+                &mut c,
+                &t,
+                ordered_diesel::Id::Int(1),
+                Placement::Last,
+                &format!("i{i}"),
+            )
+        })
         .collect();
     let start = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1)]);
     let deleters = n / 4;
@@ -714,7 +792,12 @@ fn s5<C: TestConn>(_: ()) {
     };
     for level in levels {
         let test = format!("s5_{}", slug(level));
-        let (mut c, t) = setup::<C>(&test, &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+        let (mut c, t) = setup::<C>(
+            &test,
+            &GAPPED,
+            RebalancePolicy::Window,
+            &[ordered_diesel::Id::Int(1)],
+        );
         let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
         let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
         let mut tally = Tally::default();

@@ -67,7 +67,12 @@ fn e1<C: TestConn>(_: ()) {
     if C::DIALECT != Dialect::Sqlite {
         return;
     }
-    let (mut c, t) = setup::<C>("e1", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "e1",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let hold = Duration::from_millis(300);
@@ -207,11 +212,23 @@ fn e2<C: TestConn>(_: ()) {
     if C::DIALECT != Dialect::Mysql {
         return;
     }
-    let (mut c, t) = setup::<C>("e2", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
+    let (mut c, t) = setup::<C>(
+        "e2",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)],
+    );
     let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "x");
     add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "y");
-    let before = Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
-    let (v1, v2) = (version(&mut c, &t, ordered_diesel::Id::Int(1)), version(&mut c, &t, ordered_diesel::Id::Int(2)));
+    let before = Model::read(
+        &mut c,
+        &t,
+        &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)],
+    );
+    let (v1, v2) = (
+        version(&mut c, &t, ordered_diesel::Id::Int(1)),
+        version(&mut c, &t, ordered_diesel::Id::Int(2)),
+    );
     let mut holder = C::open(&t.db);
     holder.exec("BEGIN");
     holder.exec(&format!(
@@ -236,11 +253,22 @@ fn e2<C: TestConn>(_: ()) {
         "E2: {e}"
     );
     assert_eq!(
-        (version(&mut c, &t, ordered_diesel::Id::Int(1)), version(&mut c, &t, ordered_diesel::Id::Int(2))),
+        (
+            version(&mut c, &t, ordered_diesel::Id::Int(1)),
+            version(&mut c, &t, ordered_diesel::Id::Int(2))
+        ),
         (v1, v2),
         "E2: the caller's commit kept part of the failed operation"
     );
-    assert_eq!(Model::read(&mut c, &t, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]), before, "E2");
+    assert_eq!(
+        Model::read(
+            &mut c,
+            &t,
+            &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]
+        ),
+        before,
+        "E2"
+    );
     lock_is_free::<C>(&t, ordered_diesel::Id::Int(1));
     lock_is_free::<C>(&t, ordered_diesel::Id::Int(2));
     let mut tally = Tally::default();
@@ -262,7 +290,12 @@ fn e3<C: TestConn>(_: ()) {
     if C::DIALECT == Dialect::Sqlite {
         return;
     }
-    let (mut c, t) = setup::<C>("e3", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "e3",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     reset_log(&mut c);
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
     add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "B");
@@ -366,7 +399,12 @@ fn insert_keys<C: TestConn>(c: &mut C, table: &str, keys: &[String]) -> diesel::
 /// collation, MariaDB `utf8mb4_general_ci` and SQLite NOCASE / RTRIM columns fail the
 /// probe and misorder or reject those keys.
 fn e4<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("e4", &KEYS, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "e4",
+        &KEYS,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let keys = random_keys(1000);
     let mut bytes = keys.clone();
     bytes.sort();
@@ -467,12 +505,23 @@ fn e5<C: TestConn>(_: ()) {
     if C::DIALECT != Dialect::Postgres {
         return;
     }
-    let (mut c, t) = setup::<C>("e5", &TIGHT, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
+    let (mut c, t) = setup::<C>(
+        "e5",
+        &TIGHT,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)],
+    );
     let log = spy(&mut c);
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     for i in 0..20 {
-        add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::After(a), &format!("h{i}"));
+        add(
+            &mut c,
+            &t,
+            ordered_diesel::Id::Int(1),
+            Placement::After(a),
+            &format!("h{i}"),
+        );
     }
     let o = ord(&t);
     o.move_to_start(&mut c, b).unwrap();
@@ -486,7 +535,13 @@ fn e5<C: TestConn>(_: ()) {
     let keys = tables("e5k", &KEYS, RebalancePolicy::Window, t.db.clone());
     reset(&mut c, &keys, &[ordered_diesel::Id::Int(1)]);
     for i in 0..250 {
-        add(&mut c, &keys, ordered_diesel::Id::Int(1), Placement::Last, &format!("k{i}"));
+        add(
+            &mut c,
+            &keys,
+            ordered_diesel::Id::Int(1),
+            Placement::Last,
+            &format!("k{i}"),
+        );
     }
     let mut reversed = ids(&mut c, &keys, ordered_diesel::Id::Int(1));
     reversed.reverse();

@@ -30,7 +30,11 @@ fn at(p: &Placement) -> String {
         Placement::Before(a) => format!("before {a} 0"),
         Placement::After(a) => format!("after {a} 0"),
         Placement::Between { prev, next } => {
-            format!("between {} {}", prev.unwrap_or(ordered_diesel::Id::Int(0)), next.unwrap_or(ordered_diesel::Id::Int(0)))
+            format!(
+                "between {} {}",
+                prev.unwrap_or(ordered_diesel::Id::Int(0)),
+                next.unwrap_or(ordered_diesel::Id::Int(0))
+            )
         }
         Placement::Index(i) => format!("index {i} 0"),
     }
@@ -117,7 +121,16 @@ pub fn read_log<C: TestConn>(c: &mut C) -> Vec<String> {
         args: vec![],
         returns: Returns::Rows,
     };
-    match c.run(&stmt, ordered_core::Wire { key: true, ..ordered_core::Wire::PLAIN }).unwrap() {
+    match c
+        .run(
+            &stmt,
+            ordered_core::Wire {
+                key: true,
+                ..ordered_core::Wire::PLAIN
+            },
+        )
+        .unwrap()
+    {
         Reply::Rows(rows) => rows
             .into_iter()
             .map(|r| match r.position {
@@ -168,7 +181,9 @@ impl Model {
             "between" if a != 0 => idx(a, list) + 1,
             "between" if b != 0 => idx(b, list),
             "between" => 0,
-            "index" => usize::try_from(a.as_int().unwrap()).unwrap().min(list.len()),
+            "index" => usize::try_from(a.as_int().unwrap())
+                .unwrap()
+                .min(list.len()),
             other => panic!("replay: placement {other}"),
         };
         list.insert(i, item);

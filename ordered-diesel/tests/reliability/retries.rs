@@ -90,7 +90,12 @@ fn r1<C: TestConn>(_: ()) {
     if C::DIALECT == Dialect::Sqlite {
         return; // SQLITE_BUSY retries: E1 (a)
     }
-    let (mut c, t) = setup::<C>("r1", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "r1",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let max = RetryPolicy::default().max_attempts;
@@ -327,7 +332,12 @@ fn r2<C: TestConn>(_: ()) {
     if C::DIALECT == Dialect::Sqlite {
         return;
     }
-    let (mut c, t) = setup::<C>("r2", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1)]);
+    let (mut c, t) = setup::<C>(
+        "r2",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
     reset_log(&mut c);
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
@@ -408,7 +418,10 @@ fn r2<C: TestConn>(_: ()) {
             (Ok(r), false) => tally.outcome(&r.outcome),
             (other, _) => panic!("{label}: the retry gave {other:?}"),
         }
-        let rows = ids(&mut c, &t, ordered_diesel::Id::Int(1)).iter().filter(|&&x| x == id).count();
+        let rows = ids(&mut c, &t, ordered_diesel::Id::Int(1))
+            .iter()
+            .filter(|&&x| x == id)
+            .count();
         assert_eq!(rows, 1, "{label}: {rows} rows with the client's id");
 
         // a move: its fate is in the log

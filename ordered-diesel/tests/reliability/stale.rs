@@ -27,7 +27,11 @@ fn refused<C: TestConn>(
     label: &str,
     tally: &mut Tally,
 ) {
-    let before = Model::read(c, t, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
+    let before = Model::read(
+        c,
+        t,
+        &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)],
+    );
     let err = r.expect_err(label);
     assert_eq!(err.ordering(), Some(want), "{label}: {err}");
     assert!(!err.is_retryable(), "{label}");
@@ -35,19 +39,37 @@ fn refused<C: TestConn>(
         read_log(c).is_empty(),
         "{label}: a refused request was logged"
     );
-    assert_eq!(Model::read(c, t, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]), before, "{label}");
+    assert_eq!(
+        Model::read(
+            c,
+            t,
+            &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]
+        ),
+        before,
+        "{label}"
+    );
     tally.error(&err);
 }
 
 fn stale<C: TestConn>(_: ()) {
-    let (mut c, t) = setup::<C>("stale", &GAPPED, RebalancePolicy::Window, &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)]);
+    let (mut c, t) = setup::<C>(
+        "stale",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)],
+    );
     reset_log(&mut c);
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "A");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "B");
     let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "X");
     let mut tally = Tally::default();
     let t0 = Instant::now();
-    let v = |c: &mut C| (version(c, &t, ordered_diesel::Id::Int(1)), version(c, &t, ordered_diesel::Id::Int(2)));
+    let v = |c: &mut C| {
+        (
+            version(c, &t, ordered_diesel::Id::Int(1)),
+            version(c, &t, ordered_diesel::Id::Int(2)),
+        )
+    };
     let name = C::name();
 
     // S1: the client read [A, B, X] and asks for X between A and B, but C came in
@@ -116,7 +138,9 @@ fn stale<C: TestConn>(_: ()) {
         .expect_version(v1)
         .insert_last(&mut c, 77, |c, s| c.insert_item(&t, "orphan", &s))
         .map(|r| r.outcome);
-    let want = OrderingError::ParentNotFound { parent: ordered_diesel::Id::Int(77) };
+    let want = OrderingError::ParentNotFound {
+        parent: ordered_diesel::Id::Int(77),
+    };
     refused(
         &mut c,
         &t,
