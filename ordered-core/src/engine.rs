@@ -6,7 +6,7 @@
 //!
 //! const TRACKS: Spec = Spec {
 //!     table: "tracks", id: "id", parent: "playlist_id", position: "position",
-//!     parent_table: "playlists", parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, version: None, unique: None,
+//!     parent_table: "playlists", parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, filter: None, version: None, unique: None,
 //!     strategy: &Gapped::DEFAULT, policy: RebalancePolicy::Window,
 //! };
 //! let mut op = Operation::new(TRACKS, Dialect::Sqlite, Request::Insert { parent: 1.into(), at: Placement::Last });
@@ -586,6 +586,11 @@ impl Operation {
             match self.phase {
                 Phase::Start => {
                     self.phase = Phase::Discover;
+                    if self.spec.filter.is_some() && self.spec.strategy.is_dense() {
+                        return Err(Error::InvalidRequest(
+                            "a row filter needs gapped or fractional positions: dense positions are indexes of every row",
+                        ));
+                    }
                     let idem = self.idempotency.filter(|i| !i.fits(self.spec.id_type));
                     if let Some((key, expected)) = self
                         .req
@@ -949,6 +954,7 @@ impl Operation {
                 limit: None,
                 offset: 0,
                 exclude: None,
+                visible: false,
             });
             let stmt = sql::read(self.dialect, &self.spec, &q, false);
             self.queue.push_back((stmt, Awaiting::Changed));

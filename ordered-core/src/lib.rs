@@ -10,7 +10,7 @@
 //!
 //! const TRACKS: Spec = Spec {
 //!     table: "tracks", id: "id", parent: "playlist_id", position: "position",
-//!     parent_table: "playlists", parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, version: None, unique: None,
+//!     parent_table: "playlists", parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, filter: None, version: None, unique: None,
 //!     strategy: &Gapped::DEFAULT, policy: RebalancePolicy::Window,
 //! };
 //! let mut playlist = Store::new(TRACKS);

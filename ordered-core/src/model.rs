@@ -8,7 +8,7 @@
 //!
 //! const SPEC: Spec = Spec {
 //!     table: "t", id: "id", parent: "p", position: "k", parent_table: "ps",
-//!     parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, version: None, unique: None,
+//!     parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, filter: None, version: None, unique: None,
 //!     strategy: &Fractional::DEFAULT, policy: RebalancePolicy::Window,
 //! };
 //! let mut store = Store::new(SPEC);

@@ -222,6 +222,9 @@ pub struct RangeRead {
     pub offset: u64,
     /// An item to leave out (the one being moved).
     pub exclude: Option<Id>,
+    /// Only the rows the lists show ([`Spec::filter`]); every row when the table has
+    /// no filter.
+    pub visible: bool,
 }
 
 impl RangeRead {
@@ -245,10 +248,12 @@ impl RangeRead {
             limit: Some(1),
             offset: 0,
             exclude,
+            visible: false,
         }
     }
 
-    fn all(parent: Id) -> Self {
+    /// Every item of `parent`, in order (`visible`: only the rows the lists show).
+    pub fn all(parent: Id) -> Self {
         RangeRead {
             parent,
             above: None,
@@ -257,6 +262,7 @@ impl RangeRead {
             limit: None,
             offset: 0,
             exclude: None,
+            visible: false,
         }
     }
 }
@@ -466,6 +472,7 @@ pub fn plan(spec: &Spec, req: &Request, reads: &Reads, locked: &[Id]) -> Result<
     let p = Planner {
         s: spec.strategy,
         policy: spec.policy,
+        hidden: spec.filter.is_some(),
         reads,
         locked,
     };
@@ -482,7 +489,8 @@ pub fn plan(spec: &Spec, req: &Request, reads: &Reads, locked: &[Id]) -> Result<
         Request::MoveUp { item } | Request::MoveDown { item } => {
             let row = p.locked_item(*item)?;
             let up = matches!(req, Request::MoveUp { .. });
-            let near = p.neighbour(row.parent, &row.position, up, Some(row.id))?;
+            // one place among the rows the list shows
+            let near = p.shown_neighbour(row.parent, &row.position, up, Some(row.id))?;
             match near {
                 None => Ok(Plan {
                     position: Some(row.position.clone()),
@@ -508,6 +516,8 @@ pub fn plan(spec: &Spec, req: &Request, reads: &Reads, locked: &[Id]) -> Result<
 struct Planner<'a> {
     s: &'a dyn PositionStrategy,
     policy: RebalancePolicy,
+    /// The table has a row filter: some rows are not shown.
+    hidden: bool,
     reads: &'a Reads,
     locked: &'a [Id],
 }
@@ -565,6 +575,30 @@ impl Planner<'_> {
         Ok(self.reads.range(r)?.first().cloned())
     }
 
+    /// [`Planner::neighbour`] among the rows the lists show.
+    fn shown_neighbour(
+        &self,
+        parent: Id,
+        pos: &Position,
+        up: bool,
+        exclude: Option<Id>,
+    ) -> Result<Option<Row>, Step> {
+        let r = RangeRead {
+            visible: self.hidden,
+            ..RangeRead::neighbour(parent, pos, up, exclude)
+        };
+        Ok(self.reads.range(r)?.first().cloned())
+    }
+
+    /// [`Planner::edge`] among the rows the lists show.
+    fn shown_edge(&self, parent: Id, last: bool, exclude: Option<Id>) -> Result<Option<Row>, Step> {
+        let r = RangeRead {
+            visible: self.hidden,
+            ..RangeRead::edge(parent, last, exclude)
+        };
+        Ok(self.reads.range(r)?.first().cloned())
+    }
+
     fn gap(&self, parent: Id, at: &Placement, mover: Option<&Row>) -> Result<Gap, Step> {
         let ex = mover.map(|m| m.id);
         Ok(match at {
@@ -604,21 +638,42 @@ impl Planner<'_> {
                 }
                 let p = prev.map(|id| self.anchor(id, parent, mover)).transpose()?;
                 let n = next.map(|id| self.anchor(id, parent, mover)).transpose()?;
-                // the actual successor of prev (or first item) must be next (or the end)
+                // the actual successor of prev (or first item) must be next (or the end),
+                // among the rows the list shows
                 let succ = match &p {
-                    Some(p) => self.neighbour(parent, &p.position, false, ex)?,
-                    None => self.edge(parent, false, ex)?,
+                    Some(p) => self.shown_neighbour(parent, &p.position, false, ex)?,
+                    None => self.shown_edge(parent, false, ex)?,
                 };
                 if succ.as_ref().map(|r| r.id) != n.as_ref().map(|r| r.id) {
                     return Err(stale());
                 }
-                Gap { prev: p, next: n }
+                if !self.hidden {
+                    return Ok(Gap { prev: p, next: n });
+                }
+                // rows the list does not show may lie between them: directly after prev
+                // (or before next, or at the end)
+                match (p, n) {
+                    (Some(p), _) => Gap {
+                        next: self.neighbour(parent, &p.position, false, ex)?,
+                        prev: Some(p),
+                    },
+                    (None, Some(n)) => Gap {
+                        prev: self.neighbour(parent, &n.position, true, ex)?,
+                        next: Some(n),
+                    },
+                    (None, None) => Gap {
+                        prev: self.edge(parent, true, ex)?,
+                        next: None,
+                    },
+                }
             }
             Placement::Index(i) => {
+                // the index counts the rows the list shows
                 let at_i = RangeRead {
                     limit: Some(1),
                     offset: *i,
                     exclude: ex,
+                    visible: self.hidden,
                     ..RangeRead::all(parent)
                 };
                 match self.reads.range(at_i)?.first().cloned() {
@@ -630,28 +685,22 @@ impl Planner<'_> {
                         }
                     }
                     None => {
-                        let last = self.edge(parent, true, ex)?;
-                        let len = match &last {
-                            None => 0,
-                            Some(_) => {
-                                let before = RangeRead {
-                                    limit: Some(1),
-                                    offset: i.saturating_sub(1),
-                                    exclude: ex,
-                                    ..RangeRead::all(parent)
-                                };
-                                if *i > 0 && !self.reads.range(before)?.is_empty() {
-                                    *i
-                                } else {
-                                    u64::MAX
-                                }
-                            }
+                        // the end: valid when the index is the list's length
+                        let fits = *i == 0 || {
+                            let before = RangeRead {
+                                limit: Some(1),
+                                offset: i - 1,
+                                exclude: ex,
+                                visible: self.hidden,
+                                ..RangeRead::all(parent)
+                            };
+                            !self.reads.range(before)?.is_empty()
                         };
-                        if len != *i {
+                        if !fits {
                             return Err(Error::IndexOutOfRange { index: *i }.into());
                         }
                         Gap {
-                            prev: last,
+                            prev: self.edge(parent, true, ex)?,
                             next: None,
                         }
                     }
@@ -726,6 +775,7 @@ impl Planner<'_> {
                 limit: Some(k + 1),
                 offset: 0,
                 exclude: ex,
+                visible: false,
             })?;
             let high = self.reads.range(RangeRead {
                 parent,
@@ -735,6 +785,7 @@ impl Planner<'_> {
                 limit: Some(k + 1),
                 offset: 0,
                 exclude: ex,
+                visible: false,
             })?;
             let (low_items, low_bound) = split_bound(low, k);
             let (high_items, high_bound) = split_bound(high, k);

@@ -37,6 +37,12 @@ pub struct Spec {
     pub id_type: KeyType,
     /// How the scope column (and the parent table's key) stores keys.
     pub parent_type: KeyType,
+    /// Which rows the lists show: an SQL predicate on the items table naming only its
+    /// columns (e.g. `archived_at IS NULL`), or `None` for every row. Rows outside it
+    /// (archived, soft-deleted) keep their positions, stay unique and are relabelled
+    /// with the rest, but `list`, `index_of`, index placement, `move_up`/`move_down` and
+    /// the adjacency check of `Between` ignore them.
+    pub filter: Option<&'static str>,
     /// The position column.
     pub position: &'static str,
     /// The parent table, whose row is locked before every write.
@@ -81,6 +87,7 @@ impl Spec {
             parent,
             id_type: KeyType::Int,
             parent_type: KeyType::Int,
+            filter: None,
             position: "position",
             parent_table,
             parent_id: "id",
@@ -106,6 +113,12 @@ impl Spec {
     /// How the scope column and the parent table's key store keys.
     pub const fn with_parent_type(mut self, ty: KeyType) -> Spec {
         self.parent_type = ty;
+        self
+    }
+
+    /// The rows the lists show ([`Spec::filter`]).
+    pub const fn with_filter(mut self, predicate: &'static str) -> Spec {
+        self.filter = Some(predicate);
         self
     }
 

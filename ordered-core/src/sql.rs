@@ -708,6 +708,9 @@ fn range(b: &mut B, spec: &Spec, r: &RangeRead) {
     if let Some(x) = r.exclude {
         b.s(" AND ").id(spec.id).s(" <> ").item(spec, x);
     }
+    if r.visible {
+        shown(b, spec);
+    }
     let dir = if r.desc { " DESC" } else { "" };
     b.s(" ORDER BY ").id(spec.position).s(dir);
     // A limited read is a neighbour lookup: `(parent, position)` is unique, so position
@@ -726,22 +729,26 @@ fn range(b: &mut B, spec: &Spec, r: &RangeRead) {
     }
 }
 
-/// Every item of a collection, `ORDER BY position, id`.
+/// ` AND (<filter>)` when the table has a row filter ([`Spec::filter`]).
+fn shown(b: &mut B, spec: &Spec) {
+    if let Some(f) = spec.filter {
+        b.s(" AND (").s(f).s(")");
+    }
+}
+
+/// The items of a collection the lists show ([`Spec::filter`]), `ORDER BY position, id`.
 pub fn list(d: Dialect, spec: &Spec, parent: Id) -> Statement {
-    read(
-        d,
-        spec,
-        &Read::Range(RangeRead {
-            parent,
-            above: None,
-            below: None,
-            desc: false,
-            limit: None,
-            offset: 0,
-            exclude: None,
-        }),
-        false,
-    )
+    let r = RangeRead {
+        visible: true,
+        ..RangeRead::all(parent)
+    };
+    read(d, spec, &Read::Range(r), false)
+}
+
+/// Every item of a collection, the ones the row filter leaves out included (what
+/// `verify` checks), `ORDER BY position, id`.
+pub fn list_all(d: Dialect, spec: &Spec, parent: Id) -> Statement {
+    read(d, spec, &Read::Range(RangeRead::all(parent)), false)
 }
 
 /// The collation probe of [`crate::verify::check_key_order`]: the probe strings, run
@@ -809,11 +816,21 @@ pub fn list_versioned(d: Dialect, spec: &Spec, parent: Id) -> Statement {
     })
     .s(" AS o_version, ");
     item_columns_of(&mut b, spec, Some("o_i"));
-    b.s(" FROM ")
-        .id(spec.parent_table)
-        .s(" o_p LEFT JOIN ")
-        .id(spec.table)
-        .s(" o_i ON ");
+    b.s(" FROM ").id(spec.parent_table).s(" o_p LEFT JOIN ");
+    match spec.filter {
+        // the filter names the items' own columns: apply it inside
+        Some(f) => {
+            b.s("(SELECT * FROM ")
+                .id(spec.table)
+                .s(" WHERE ")
+                .s(f)
+                .s(")");
+        }
+        None => {
+            b.id(spec.table);
+        }
+    }
+    b.s(" o_i ON ");
     col(&mut b, "o_i", spec.parent);
     b.s(" = ");
     col(&mut b, "o_p", spec.parent_id);
@@ -918,7 +935,8 @@ pub fn at(d: Dialect, spec: &Spec, parent: Id, position: &Position) -> Statement
     b.done(Returns::Rows)
 }
 
-/// How many items of `parent` sort before `position` (the index of the item there).
+/// How many items of `parent` the lists show sort before `position` (the index of the
+/// item there).
 pub fn count_before(d: Dialect, spec: &Spec, parent: Id, position: &Position) -> Statement {
     let mut b = B::new(d);
     b.s("SELECT ")
@@ -927,6 +945,7 @@ pub fn count_before(d: Dialect, spec: &Spec, parent: Id, position: &Position) ->
         })
         .s(" AS o_count");
     slot_filter(&mut b, spec, parent, " < ", position);
+    shown(&mut b, spec);
     b.done(Returns::Count)
 }
 

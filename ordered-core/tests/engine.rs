@@ -19,6 +19,7 @@ const SPEC: Spec = Spec {
     parent_id: "id",
     id_type: ordered_core::KeyType::Int,
     parent_type: ordered_core::KeyType::Int,
+    filter: None,
     version: Some("version"),
     unique: None,
     strategy: &Gapped::DEFAULT,
@@ -378,5 +379,49 @@ fn the_galera_probe_tells_servers_without_galera_apart() {
     ));
     assert!(!sql::galera::is_not_galera(
         "Lock wait timeout exceeded; try restarting transaction"
+    ));
+}
+
+#[test]
+fn keys_of_another_type_and_a_filter_on_dense_positions_are_refused_before_any_statement() {
+    let uuid_spec = SPEC
+        .with_id_type(ordered_core::KeyType::Uuid)
+        .with_parent_type(ordered_core::KeyType::Uuid);
+    let card = Id::Uuid(ordered_core::id::Uuid::from_u128(1));
+    for (spec, req) in [
+        // an integer where the table keys items by UUID
+        (
+            uuid_spec,
+            Request::Move {
+                item: card,
+                at: Placement::After(Id::Int(7)),
+            },
+        ),
+        // a string collection key for an integer table
+        (
+            SPEC,
+            Request::Insert {
+                parent: Id::text("board").unwrap(),
+                at: Placement::Last,
+            },
+        ),
+    ] {
+        let mut op = Operation::new(spec, Dialect::Postgres, req);
+        assert!(
+            matches!(op.next(Reply::None), Err(Error::WrongKeyType { .. })),
+            "{spec:?}"
+        );
+    }
+    let dense = SPEC
+        .with_strategy(&ordered_core::Dense)
+        .with_filter("archived = 0");
+    let mut op = Operation::new(
+        dense,
+        Dialect::Sqlite,
+        Request::Rebalance { parent: Id::Int(1) },
+    );
+    assert!(matches!(
+        op.next(Reply::None),
+        Err(Error::InvalidRequest(_))
     ));
 }

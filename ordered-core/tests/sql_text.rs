@@ -17,6 +17,7 @@ const TRACKS: Spec = Spec {
     parent_id: "id",
     id_type: ordered_core::KeyType::Int,
     parent_type: ordered_core::KeyType::Int,
+    filter: None,
     version: Some("version"),
     unique: None,
     strategy: &Gapped::DEFAULT,
@@ -32,6 +33,7 @@ const CARDS: Spec = Spec {
     parent_id: "id",
     id_type: ordered_core::KeyType::Int,
     parent_type: ordered_core::KeyType::Int,
+    filter: None,
     version: None,
     unique: Some("cards_rank_uq"),
     strategy: &Fractional::DEFAULT,
@@ -89,6 +91,7 @@ fn neighbour_reads_lock_on_mysql_only() {
         limit: Some(1),
         offset: 0,
         exclude: Some(Id::Int(9)),
+        visible: false,
     });
     assert_eq!(
         sql::read(Dialect::Postgres, &TRACKS, &r, true).sql,
@@ -120,6 +123,7 @@ fn neighbour_reads_lock_on_mysql_only() {
         limit: Some(2),
         offset: 5,
         exclude: None,
+        visible: false,
     });
     let s = sql::read(Dialect::Postgres, &CARDS, &desc, false);
     assert_eq!(

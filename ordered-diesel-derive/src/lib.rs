@@ -15,7 +15,7 @@ pub fn derive_ordered(input: TokenStream) -> TokenStream {
 }
 
 const FORMAT: &str = "the correct format looks like `#[ordered(scope = playlist_id, parent = playlists, position = position, strategy = gapped)]`";
-const KEYS: &str = "scope, parent, parent_key, position, id, version, strategy, spacing, max_len, policy, unique, table";
+const KEYS: &str = "scope, parent, parent_key, position, id, version, strategy, spacing, max_len, policy, unique, filter, table";
 
 fn derive_inner(input: TokenStream2) -> TokenStream2 {
     let ast: DeriveInput = match syn::parse2(input) {
@@ -61,6 +61,7 @@ struct Attrs {
     max_len: Option<Val<LitInt>>,
     policy: Option<Val<Ident>>,
     unique: Option<Val<LitStr>>,
+    filter: Option<Val<LitStr>>,
 }
 
 fn set<T>(slot: &mut Option<Val<T>>, key: &Ident, value: T) -> syn::Result<()> {
@@ -193,6 +194,13 @@ fn parse(ast: &DeriveInput) -> syn::Result<Attrs> {
                         .parse()
                         .map_err(|e| bad(&key, "`window`, `whole` or `never`", e))?,
                 ),
+                "filter" => set(
+                    &mut a.filter,
+                    &key,
+                    value()?
+                        .parse()
+                        .map_err(|e| bad(&key, "a string literal (an SQL predicate)", e))?,
+                ),
                 "unique" => set(
                     &mut a.unique,
                     &key,
@@ -304,6 +312,13 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
         Some(v) => {
             let c = &v.value;
             quote_spanned!(c.span()=> ::core::option::Option::Some(<#parent::#c as ::ordered_diesel::__private::diesel::Column>::NAME))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let filter = match &a.filter {
+        Some(v) => {
+            let s = &v.value;
+            quote!(::core::option::Option::Some(#s))
         }
         None => quote!(::core::option::Option::None),
     };
@@ -443,6 +458,7 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
                     parent_id: #pk_col,
                     id_type: #id_type,
                     parent_type: #parent_type,
+                    filter: #filter,
                     version: #version,
                     unique: #unique,
                     strategy: #strategy,

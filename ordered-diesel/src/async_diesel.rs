@@ -915,9 +915,13 @@ impl Ordering {
         conn: &mut C,
         parent: impl Into<Id>,
     ) -> Result<Report> {
-        let parent = parent.into();
-        let rows = self.list(conn, parent).await?;
-        Ok(ordered_core::verify(&self.s.spec, &rows))
+        // every row, the ones the row filter leaves out included
+        let parent = self.s.scope_key(parent.into())?;
+        let stmt = sql::list_all(C::DIALECT, &self.s.spec, parent);
+        match read(conn, &stmt, self.s.wire()).await? {
+            Reply::Rows(rows) => Ok(ordered_core::verify(&self.s.spec, &rows)),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// [`crate::Ordering::check_key_order`].

@@ -49,6 +49,7 @@
 //! | `max_len` | no (64) | fractional key cap |
 //! | `policy` | no (`window`) | `window`, `whole` or `never` |
 //! | `unique` | no | the name of the `UNIQUE (scope, position)` constraint, as a string |
+//! | `filter` | no | the rows the lists show, an SQL predicate as a string (`"archived_at IS NULL"`); see [`Spec::filter`] |
 //! | `table` | no | the SQL table name, if it differs from the `table!` name |
 //!
 //! The key types come from the `table!` schema: `BigInt`, `Integer` or `SmallInt`
@@ -146,6 +147,7 @@ pub mod __private {
         parent_id: "",
         id_type: ordered_core::KeyType::Int,
         parent_type: ordered_core::KeyType::Int,
+        filter: None,
         version: None,
         unique: None,
         strategy: &ordered_core::Gapped::DEFAULT,

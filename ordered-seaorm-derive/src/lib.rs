@@ -14,7 +14,8 @@ pub fn derive_ordered(input: TokenStream) -> TokenStream {
 }
 
 const FORMAT: &str = "the correct format looks like `#[ordered(parent_table = \"playlists\", strategy = \"gapped\")]` on the Model, and `#[ordered(scope)]` / `#[ordered(position)]` on its fields";
-const KEYS: &str = "parent_table, parent_key, version, strategy, spacing, max_len, policy, unique";
+const KEYS: &str =
+    "parent_table, parent_key, version, strategy, spacing, max_len, policy, unique, filter";
 
 fn derive_inner(input: TokenStream2) -> TokenStream2 {
     let ast: DeriveInput = match syn::parse2(input) {
@@ -42,6 +43,7 @@ struct Container {
     max_len: Option<LitInt>,
     policy: Option<LitStr>,
     unique: Option<LitStr>,
+    filter: Option<LitStr>,
 }
 
 fn once<T>(slot: &mut Option<T>, key: &Ident, v: T) -> syn::Result<()> {
@@ -177,6 +179,11 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
                     &key,
                     value.parse().map_err(|e| bad(e, "a string literal"))?,
                 ),
+                "filter" => once(
+                    &mut c.filter,
+                    &key,
+                    value.parse().map_err(|e| bad(e, "a string literal"))?,
+                ),
                 "unique" => once(
                     &mut c.unique,
                     &key,
@@ -229,6 +236,10 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
     let parent_type = key_type(&scope_ty);
     let parent_key = c.parent_key.map_or_else(|| quote!("id"), |k| quote!(#k));
     let version = c.version.map_or_else(
+        || quote!(::core::option::Option::None),
+        |v| quote!(::core::option::Option::Some(#v)),
+    );
+    let filter = c.filter.map_or_else(
         || quote!(::core::option::Option::None),
         |v| quote!(::core::option::Option::Some(#v)),
     );
@@ -333,6 +344,7 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
                         parent_id: #parent_key,
                         id_type: #id_type,
                         parent_type: #parent_type,
+                        filter: #filter,
                         version: #version,
                         unique: #unique,
                         strategy: &STRATEGY,

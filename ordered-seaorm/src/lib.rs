@@ -51,7 +51,8 @@
 //! type.
 //! Container options, as string literals: `parent_table` (required), `parent_key`
 //! (`"id"`), `version`, `strategy` (`"gapped"`, `"dense"`, `"fractional"`),
-//! `spacing`, `max_len`, `policy` (`"window"`, `"whole"`, `"never"`), `unique`.
+//! `spacing`, `max_len`, `policy` (`"window"`, `"whole"`, `"never"`), `unique`,
+//! `filter` (the rows the lists show, an SQL predicate: [`Spec::filter`]).
 //! It implements [`OrderedEntity`] for `Entity` from the `Column` variants SeaORM
 //! generates; it does not touch your `ActiveModelBehavior`.
 //!

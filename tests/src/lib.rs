@@ -14,6 +14,9 @@ pub struct Schema {
     pub parent: KeyType,
     /// Integer keys are 32-bit columns (`INTEGER`, `SERIAL`) instead of `BIGINT`.
     pub int32: bool,
+    /// The items have an `archived` column and the lists show the rows where it is 0
+    /// (the row filter `archived = 0`).
+    pub hidden: bool,
 }
 
 impl Schema {
@@ -23,6 +26,7 @@ impl Schema {
         id: KeyType::Int,
         parent: KeyType::Int,
         int32: false,
+        hidden: false,
     };
     /// `BIGINT` keys, fractional-key positions.
     pub const KEYS: Schema = Schema {
@@ -94,6 +98,10 @@ pub enum Step {
     Rebalance(i64),
     /// Move an item after a key of the wrong type ([`Schema::wrong`]).
     MoveAfterWrongKey(usize),
+    /// Archive an item outside the library (`archived = 1`): the lists stop showing it.
+    Archive(usize),
+    /// Move an item one place up, as the list shows it.
+    MoveUp(usize),
 }
 
 /// A placement whose anchors are creation indexes (`999` names an item that does not
@@ -110,6 +118,8 @@ pub enum At {
     After(usize),
     /// Between two items.
     Between(Option<usize>, Option<usize>),
+    /// At this index of the list as shown (without the moved item).
+    Index(u64),
 }
 
 impl At {
@@ -125,6 +135,7 @@ impl At {
                 prev: p.map(id),
                 next: n.map(id),
             },
+            At::Index(i) => Placement::Index(i),
         }
     }
 }
@@ -238,6 +249,32 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
                 ..ints
             },
             keyed,
+        ),
+        (
+            "hidden_rows",
+            Schema {
+                hidden: true,
+                ..ints
+            },
+            vec![
+                Insert(1, Last),
+                Insert(1, Last),
+                Insert(1, Last),
+                Insert(1, Last),
+                Archive(1),                           // shown: 0 2 3
+                Move(3, Between(Some(0), Some(2))),   // adjacent as shown: 0 3 (1) 2
+                Insert(1, Between(Some(3), Some(2))), // 0 3 4 (1) 2
+                Insert(1, Index(4)),                  // the shown length: 0 3 4 (1) 2 5
+                Move(0, Index(2)),                    // 3 4 (1) 0 2 5
+                Insert(1, After(4)),
+                Insert(1, After(4)),
+                Insert(1, After(4)), // a relabel across the archived row
+                Move(2, Between(Some(3), Some(0))), // stale: not adjacent as shown
+                Insert(1, Index(99)), // past the shown length
+                MoveTo(5, 2, Index(0)),
+                MoveUp(0), // above the shown row before it, past the archived one
+                Rebalance(1),
+            ],
         ),
     ]
 }

@@ -104,6 +104,7 @@ fn main() -> ExitCode {
         // the migration's statements name key columns but never bind a key
         id_type: ordered_diesel::KeyType::Int,
         parent_type: ordered_diesel::KeyType::Int,
+        filter: None,
         version: a.version_column.map(leak),
         unique: None,
         strategy,

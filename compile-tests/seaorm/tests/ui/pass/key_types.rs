@@ -30,7 +30,7 @@ mod step {
     // 32-bit keys
     #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, DeriveOrdered)]
     #[sea_orm(table_name = "steps")]
-    #[ordered(parent_table = "lists")]
+    #[ordered(parent_table = "lists", filter = "deleted = FALSE")]
     pub struct Model {
         #[sea_orm(primary_key)]
         pub id: i32,
@@ -51,4 +51,5 @@ fn main() {
     assert_eq!((c.id_type, c.parent_type), (KeyType::Uuid, KeyType::Text));
     let s = step::Entity::spec();
     assert_eq!((s.id_type, s.parent_type), (KeyType::Int, KeyType::Int));
+    assert_eq!((s.filter, c.filter), (Some("deleted = FALSE"), None));
 }
