@@ -18,6 +18,7 @@ use crate::strategy::{PositionStrategy, RebalancePolicy};
 ///     parent_id: "id",
 ///     id_type: ordered_core::KeyType::Int,
 ///     parent_type: ordered_core::KeyType::Int,
+///     filter: None,
 ///     version: Some("version"),
 ///     unique: None,
 ///     strategy: &Gapped::DEFAULT,

@@ -3,7 +3,8 @@
 //! blobs (SQLite), which is how Diesel maps a UUID column there. The key types come
 //! from the `table!` schema; the typed calls take the app's keys; what the library
 //! writes reads back through the app's own Diesel queries; results and errors carry
-//! the UUIDs; a key of another type is refused before anything runs.
+//! the UUIDs; a key of another type is refused before anything runs; writers racing
+//! across two UUID boards lose nothing.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -152,6 +153,81 @@ fn uuid_cards<C, M>(
     }
 }
 
+/// Writers racing on two UUID-keyed boards: moves into one hot gap and moves across the
+/// boards, which lock both boards in the order of their UUIDs. Every card stays present
+/// exactly once, every board sound, and the only refusal besides success is an
+/// exhausted retry (rare).
+fn uuid_race<C, M>(c: &mut C, insert: fn(&mut C, Uuid, &str, &Slot) -> QueryResult<Uuid>)
+where
+    C: TestConn,
+    M: Ordered + OrderedDsl,
+{
+    const THREADS: u64 = 6;
+    const MOVES: u64 = 40;
+    let engine = C::name();
+    migrate(c, &M::SPEC);
+    let (b1, b2) = (board(1), board(2));
+    let mut cards = Vec::new();
+    for n in 0..24u128 {
+        let b = if n % 2 == 0 { b1 } else { b2 };
+        let id = card_id(n + 1);
+        M::insert_last(c, b, |c, slot| insert(c, id, "x", &slot)).unwrap();
+        cards.push(id);
+    }
+    let anchor = cards[0];
+    let exhausted = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for w in 0..THREADS {
+            let (cards, exhausted) = (&cards, &exhausted);
+            s.spawn(move || {
+                let mut conn = C::open("keys");
+                let mut x = 0x9E37_79B9_7F4A_7C15_u64 ^ (w + 1);
+                for _ in 0..MOVES {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let card = cards[1 + (x % (cards.len() as u64 - 1)) as usize];
+                    let r = match x % 3 {
+                        // into the hot gap after the anchor, wherever the card is
+                        0 => {
+                            M::move_to_parent(&mut conn, card, b1, Placement::After(anchor.into()))
+                        }
+                        1 => M::move_to_parent(&mut conn, card, b2, Placement::First),
+                        _ => M::move_to_end(&mut conn, card),
+                    };
+                    match r {
+                        Ok(_) => {}
+                        Err(Error::RetriesExhausted { .. }) => {
+                            exhausted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        Err(e) => panic!("{}: unexpected error {e}", C::name()),
+                    }
+                }
+            });
+        }
+    });
+    let exhausted = exhausted.into_inner();
+    assert!(
+        exhausted * 10 <= THREADS * MOVES,
+        "{engine}: {exhausted} exhausted"
+    );
+    let mut seen: Vec<ordered_diesel::Id> = Vec::new();
+    for b in [b1, b2] {
+        let report = M::verify(c, b).unwrap();
+        assert!(report.is_ok(), "{engine}: {report:?}");
+        seen.extend(M::list(c, b).unwrap().iter().map(|r| r.id));
+    }
+    assert_eq!(
+        M::list(c, b1).unwrap()[0].id,
+        anchor,
+        "{engine}: the anchor stays first"
+    );
+    seen.sort_unstable();
+    let mut want: Vec<ordered_diesel::Id> = cards.iter().map(|&u| u.into()).collect();
+    want.sort_unstable();
+    assert_eq!(seen, want, "{engine}: a card was lost or duplicated");
+}
+
 mod pg {
     use super::*;
 
@@ -243,14 +319,17 @@ fn uuid_keyed_cards_on_every_engine() {
     if enabled("sqlite") {
         let mut c = SqliteConnection::connect("keys");
         uuid_cards::<_, sqlite::Card>(&mut c, sqlite::insert, sqlite::titles);
+        uuid_race::<_, sqlite::Card>(&mut c, sqlite::insert);
     }
     if enabled("postgres") {
         let mut c = PgConnection::connect("keys");
         uuid_cards::<_, pg::Card>(&mut c, pg::insert, pg::titles);
+        uuid_race::<_, pg::Card>(&mut c, pg::insert);
     }
     #[cfg(feature = "mysql")]
     if enabled("mysql") {
         let mut c = MysqlConnection::connect("keys");
         uuid_cards::<_, mysql::Card>(&mut c, mysql::insert, mysql::titles);
+        uuid_race::<_, mysql::Card>(&mut c, mysql::insert);
     }
 }
