@@ -2,13 +2,9 @@
 //! statements it asks for, in a loop, inside one transaction.
 //!
 //! ```
-//! use ordered_core::{Action, Dialect, Gapped, Operation, Placement, RebalancePolicy, Reply, Request, Row, Spec};
+//! use ordered_core::{Action, Dialect, Operation, Placement, Reply, Request, Row, Spec};
 //!
-//! const TRACKS: Spec = Spec {
-//!     table: "tracks", id: "id", parent: "playlist_id", position: "position",
-//!     parent_table: "playlists", parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, filter: None, version: None, unique: None,
-//!     strategy: &Gapped::DEFAULT, policy: RebalancePolicy::Window,
-//! };
+//! const TRACKS: Spec = Spec::new("tracks", "playlist_id", "playlists");
 //! let mut op = Operation::new(TRACKS, Dialect::Sqlite, Request::Insert { parent: 1.into(), at: Placement::Last });
 //! // 1. lock the parent (SQLite: inside BEGIN IMMEDIATE, a read of the parent row)
 //! let Action::Execute(lock) = op.next(Reply::None)? else { unreachable!() };

@@ -6,13 +6,9 @@
 //!
 //! ```
 //! use ordered_core::model::Store;
-//! use ordered_core::{Gapped, Placement, RebalancePolicy, Request, Spec};
+//! use ordered_core::{Placement, Request, Spec};
 //!
-//! const TRACKS: Spec = Spec {
-//!     table: "tracks", id: "id", parent: "playlist_id", position: "position",
-//!     parent_table: "playlists", parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, filter: None, version: None, unique: None,
-//!     strategy: &Gapped::DEFAULT, policy: RebalancePolicy::Window,
-//! };
+//! const TRACKS: Spec = Spec::new("tracks", "playlist_id", "playlists");
 //! let mut playlist = Store::new(TRACKS);
 //! let intro = playlist.insert(1, Placement::Last)?;
 //! let demo = playlist.insert(1, Placement::Last)?;

@@ -4,13 +4,9 @@
 //!
 //! ```
 //! use ordered_core::migration::{self, Backfill};
-//! use ordered_core::{Dialect, Gapped, RebalancePolicy, Spec};
+//! use ordered_core::{Dialect, Spec};
 //!
-//! const TRACKS: Spec = Spec {
-//!     table: "tracks", id: "id", parent: "playlist_id", position: "position",
-//!     parent_table: "playlists", parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, filter: None, version: Some("version"), unique: None,
-//!     strategy: &Gapped::DEFAULT, policy: RebalancePolicy::Window,
-//! };
+//! const TRACKS: Spec = Spec::new("tracks", "playlist_id", "playlists").with_version("version");
 //! let m = migration::add_ordering(Dialect::Postgres, &TRACKS, Backfill::By(&["created_at", "id"]));
 //! assert!(m.up_sql().contains("DEFERRABLE INITIALLY IMMEDIATE"));
 //! assert!(m.down_sql().contains("DROP COLUMN \"position\""));

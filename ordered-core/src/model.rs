@@ -4,13 +4,11 @@
 //!
 //! ```
 //! use ordered_core::model::Store;
-//! use ordered_core::{Fractional, Placement, RebalancePolicy, Request, Spec};
+//! use ordered_core::{Fractional, Placement, Request, Spec};
 //!
-//! const SPEC: Spec = Spec {
-//!     table: "t", id: "id", parent: "p", position: "k", parent_table: "ps",
-//!     parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, filter: None, version: None, unique: None,
-//!     strategy: &Fractional::DEFAULT, policy: RebalancePolicy::Window,
-//! };
+//! const SPEC: Spec = Spec::new("t", "p", "ps")
+//!     .with_position("k")
+//!     .with_strategy(&Fractional::DEFAULT);
 //! let mut store = Store::new(SPEC);
 //! let a = store.insert(1, Placement::Last)?;
 //! let b = store.insert(1, Placement::Last)?;

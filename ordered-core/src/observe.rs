@@ -23,13 +23,9 @@
 //!
 //! ```
 //! use ordered_core::observe;
-//! use ordered_core::{Gapped, Outcome, Placement, RebalancePolicy, Request, Spec};
+//! use ordered_core::{Outcome, Placement, Request, Spec};
 //!
-//! const TRACKS: Spec = Spec {
-//!     table: "tracks", id: "id", parent: "playlist_id", position: "position",
-//!     parent_table: "playlists", parent_id: "id", id_type: ordered_core::KeyType::Int, parent_type: ordered_core::KeyType::Int, filter: None, version: None, unique: None,
-//!     strategy: &Gapped::DEFAULT, policy: RebalancePolicy::Window,
-//! };
+//! const TRACKS: Spec = Spec::new("tracks", "playlist_id", "playlists");
 //! let req = Request::Insert { parent: 1.into(), at: Placement::Last };
 //! let span = observe::span(&TRACKS, &req);
 //! observe::finished(&span, &TRACKS, &req, Ok(&Outcome::default()));
