@@ -242,24 +242,12 @@ impl Settings {
     /// `parent` if it fits the table's scope type, else [`Error::WrongKeyType`]: the
     /// check the reads outside an operation (`list`, `index_of`) make before binding it.
     pub fn scope_key(&self, parent: Id) -> Result<Id, Error> {
-        match parent.fits(self.spec.parent_type) {
-            true => Ok(parent),
-            false => Err(Error::WrongKeyType {
-                key: parent,
-                expected: self.spec.parent_type,
-            }),
-        }
+        parent.checked(self.spec.parent_type)
     }
 
     /// `item` if it fits the table's key type, else [`Error::WrongKeyType`].
     pub fn item_key(&self, item: Id) -> Result<Id, Error> {
-        match item.fits(self.spec.id_type) {
-            true => Ok(item),
-            false => Err(Error::WrongKeyType {
-                key: item,
-                expected: self.spec.id_type,
-            }),
-        }
+        item.checked(self.spec.id_type)
     }
 
     /// How the adapters decode the table's rows ([`sql::Wire::of`]).

@@ -103,6 +103,19 @@ impl Id {
     }
 }
 
+impl Id {
+    /// This key if it [`fits`](Id::fits) `ty`, else [`Error::WrongKeyType`](crate::Error::WrongKeyType).
+    pub fn checked(self, ty: KeyType) -> Result<Id, crate::Error> {
+        match self.fits(ty) {
+            true => Ok(self),
+            false => Err(crate::Error::WrongKeyType {
+                key: self,
+                expected: ty,
+            }),
+        }
+    }
+}
+
 impl fmt::Display for Id {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
