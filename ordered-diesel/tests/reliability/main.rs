@@ -140,6 +140,8 @@ pub struct Tally {
     pub relabels: u64,
     pub longest_key: usize,
     pub lat: Vec<Duration>,
+    /// How long the scenario's workers ran, wall clock (the I5 figure).
+    pub wall: Option<Duration>,
 }
 
 impl Tally {
@@ -149,6 +151,7 @@ impl Tally {
         self.relabels += o.relabels;
         self.longest_key = self.longest_key.max(o.longest_key);
         self.lat.extend(o.lat);
+        self.wall = self.wall.max(o.wall);
         for (k, v) in o.errors {
             *self.errors.entry(k).or_default() += v;
         }
@@ -185,7 +188,7 @@ impl Tally {
                 .join(", ")
         };
         let line = format!(
-            "| {scenario} | {engine} | {level} | pass | {} | {errors} | {} | {} | {} | {} | {} |",
+            "| {scenario} | {engine} | {level} | pass | {} | {errors} | {} | {} | {} | {} | {} | {} |",
             self.commits,
             self.retries,
             self.relabels,
@@ -195,7 +198,9 @@ impl Tally {
                 self.longest_key.to_string()
             },
             self.pct(0.5),
-            self.pct(0.99)
+            self.pct(0.99),
+            self.wall
+                .map_or_else(|| "-".to_owned(), |w| format!("{:.1}", w.as_secs_f64()))
         );
         REPORT.lock().unwrap().push(line);
     }
@@ -295,7 +300,7 @@ fn reliability_suite() {
     retries::run();
     let rows = REPORT.lock().unwrap().clone();
     let mut md = String::from(
-        "| scenario | engine | isolation | result | commits | typed errors | retries | relabels | longest key | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| scenario | engine | isolation | result | commits | typed errors | retries | relabels | longest key | p50 ms | p99 ms | workers s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let _ = writeln!(md, "{r}");
