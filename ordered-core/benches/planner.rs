@@ -23,6 +23,7 @@ fn spec(strategy: &'static dyn PositionStrategy, policy: RebalancePolicy) -> Spe
         parent_id: "id",
         id_type: ordered_core::KeyType::Int,
         parent_type: ordered_core::KeyType::Int,
+        split_by: &[],
         filter: None,
         version: None,
         unique: None,

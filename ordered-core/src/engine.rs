@@ -242,7 +242,7 @@ impl Settings {
     /// `parent` if it fits the table's scope type, else [`Error::WrongKeyType`]: the
     /// check the reads outside an operation (`list`, `index_of`) make before binding it.
     pub fn scope_key(&self, parent: Id) -> Result<Id, Error> {
-        parent.checked(self.spec.parent_type)
+        self.spec.check_scope(parent)
     }
 
     /// `item` if it fits the table's key type, else [`Error::WrongKeyType`].
@@ -348,8 +348,11 @@ enum Phase {
 #[derive(Debug, Clone)]
 enum Awaiting {
     Nothing,
-    Read(Read),
+    Read(Box<Read>),
     Lock(Id),
+    /// The lock row of a collection of a table with no parent table
+    /// ([`sql::lock_parent`] on [`Spec::locks_rows`]): its version before the bump.
+    LockRow(Id),
     /// The lock of the parent of the request's item ([`sql::lock_parent_of`]).
     LockOf,
     /// A fused read of these parts ([`sql::fused`]).
@@ -379,8 +382,15 @@ pub struct Operation {
     awaiting: Awaiting,
     queue: VecDeque<(Statement, Awaiting)>,
     reads: Reads,
+    /// The keys of the parent rows locked ([`Spec::lock_key`]), in lock order.
     locked: Vec<Id>,
+    /// The collection whose version an expected version is checked against (the
+    /// item's, or the one inserted into); `None` until known.
     primary: Option<Id>,
+    /// The key of the parent row that locks `primary` (known before `primary` when a
+    /// move in a table split by more scope columns locks the item's parent).
+    primary_key: Option<Id>,
+    /// `(parent key, version)` of every parent row locked.
     versions: Vec<(Id, i64)>,
     plan: Option<Plan>,
     statements: u32,
@@ -411,6 +421,7 @@ impl Operation {
             reads: Reads::new(),
             locked: Vec::new(),
             primary: None,
+            primary_key: None,
             versions: Vec::new(),
             plan: None,
             statements: 0,
@@ -497,7 +508,7 @@ impl Operation {
     pub fn next(&mut self, reply: Reply) -> Result<Action, Error> {
         match std::mem::replace(&mut self.awaiting, Awaiting::Nothing) {
             Awaiting::Read(q) => match reply {
-                Reply::Rows(rows) => self.reads.insert(q, rows),
+                Reply::Rows(rows) => self.reads.insert(*q, rows),
                 other => return Err(unexpected("rows", &other)),
             },
             Awaiting::Lock(p) => match reply {
@@ -507,6 +518,10 @@ impl Operation {
                 },
                 other => return Err(unexpected("parent rows", &other)),
             },
+            Awaiting::LockRow(p) => match reply {
+                Reply::Count(v) => self.versions.push((p, v)),
+                other => return Err(unexpected("a count", &other)),
+            },
             Awaiting::LockOf => match reply {
                 Reply::Parents(rows) => {
                     // none: the item (or its parent) is missing; Discover reads the
@@ -514,7 +529,11 @@ impl Operation {
                     if let Some(&(p, v)) = rows.first() {
                         self.versions.push((p, v));
                         self.locked = vec![p];
-                        self.primary = Some(p);
+                        // a split table's lock names the parent row, not the list
+                        if self.spec.split_by.is_empty() {
+                            self.primary = Some(p);
+                        }
+                        self.primary_key = Some(p);
                         let bump = !self.controls.skip_version_bump;
                         if let Some(s) = sql::bump_after_lock(self.dialect, &self.spec, p, bump) {
                             self.queue.push_back((s, Awaiting::Write));
@@ -575,13 +594,11 @@ impl Operation {
                             "a row filter needs gapped or fractional positions: dense positions are indexes of every row",
                         ));
                     }
-                    let idem = self.idempotency.filter(|i| !i.fits(self.spec.id_type));
-                    if let Some((key, expected)) = self
-                        .req
-                        .misfit(&self.spec)
-                        .or(idem.map(|i| (i, self.spec.id_type)))
-                    {
-                        return Err(Error::WrongKeyType { key, expected });
+                    let idem = self
+                        .idempotency
+                        .and_then(|i| i.checked(self.spec.id_type).err());
+                    if let Some(e) = self.req.misfit(&self.spec).or(idem) {
+                        return Err(e);
                     }
                     if self.galera {
                         if self.spec.version.is_none() {
@@ -592,7 +609,11 @@ impl Operation {
                         self.queue.push_back((sql::galera::mark(), Awaiting::Write));
                     }
                 }
-                Phase::Discover if !self.via_item && !self.controls.lock_in_request_order => {
+                Phase::Discover
+                    if !self.via_item
+                        && !self.controls.lock_in_request_order
+                        && !self.spec.locks_rows() =>
+                {
                     // a move or removal within its collection: lock the item's parent
                     // in the same statement that finds it
                     self.via_item = true;
@@ -603,21 +624,32 @@ impl Operation {
                     }
                 }
                 Phase::Discover => match plan::parents_to_lock(&self.req, &self.reads) {
-                    Err(Step::Read(q)) => return Ok(self.emit_read(q, false)),
+                    Err(Step::Read(q)) => return Ok(self.emit_read(*q, false)),
                     Err(Step::Fail(e)) => return Err(e),
                     Ok(mut ps) => {
                         if self.controls.lock_in_request_order {
                             ps = self.request_order(ps);
                         }
                         self.primary = plan::primary_parent(&self.req, &ps, &self.reads);
+                        self.primary_key = self.primary.map(|p| self.spec.lock_key(p));
+                        // the parent rows: one lock per row, however many of its lists
+                        // (a table split by more scope columns) the request names
+                        let mut keys: Vec<Id> = Vec::with_capacity(ps.len());
+                        for p in ps {
+                            let k = self.spec.lock_key(p);
+                            if !keys.contains(&k) {
+                                keys.push(k);
+                            }
+                        }
+                        let ps = keys;
                         let bump = !self.controls.skip_version_bump;
                         for &p in &ps {
                             let stmts = sql::lock_parent(self.dialect, &self.spec, p, bump);
                             for s in stmts {
-                                let aw = if s.returns == Returns::Parent {
-                                    Awaiting::Lock(p)
-                                } else {
-                                    Awaiting::Write
+                                let aw = match s.returns {
+                                    Returns::Parent => Awaiting::Lock(p),
+                                    Returns::Count => Awaiting::LockRow(p),
+                                    _ => Awaiting::Write,
                                 };
                                 self.queue.push_back((s, aw));
                             }
@@ -655,10 +687,14 @@ impl Operation {
                     // the adapters retry and lock the right collections
                     if let Some(item) = moved_item(&self.req)
                         && let Ok(Some(row)) = self.reads.item(item)
-                        && Some(row.parent) != self.primary
                     {
-                        self.check_version()?;
-                        return Err(Error::ParentChanged { id: item });
+                        if Some(self.spec.lock_key(row.parent)) != self.primary_key {
+                            self.check_version()?;
+                            return Err(Error::ParentChanged { id: item });
+                        }
+                        // under the same parent lock, the list it is in now (another
+                        // list of the same board, in a split table)
+                        self.primary = Some(row.parent);
                     }
                     self.check_version()?;
                     self.phase = Phase::Planning;
@@ -682,7 +718,7 @@ impl Operation {
                 }
                 Phase::Planning => {
                     match plan::plan(&self.spec, &self.req, &self.reads, &self.locked) {
-                        Err(Step::Read(q)) => return Ok(self.emit_read(q, true)),
+                        Err(Step::Read(q)) => return Ok(self.emit_read(*q, true)),
                         Err(Step::Fail(e)) => return Err(e),
                         Ok(p) => {
                             let mut relabel_started = false;
@@ -740,7 +776,7 @@ impl Operation {
 
     /// The expected version against the primary collection's, as locked.
     fn check_version(&self) -> Result<(), Error> {
-        if let (Some(expected), Some(p)) = (self.expected, self.primary) {
+        if let (Some(expected), Some(p)) = (self.expected, self.primary_key) {
             let actual = self
                 .versions
                 .iter()
@@ -854,7 +890,7 @@ impl Operation {
 
     fn emit_read(&mut self, q: Read, locking: bool) -> Action {
         let stmt = sql::read(self.dialect, &self.spec, &q, locking);
-        self.awaiting = Awaiting::Read(q);
+        self.awaiting = Awaiting::Read(Box::new(q));
         self.statements += 1;
         Action::Execute(stmt)
     }
@@ -960,7 +996,7 @@ impl Operation {
 
     fn outcome(&self) -> Outcome {
         let plan = self.plan.clone().unwrap_or_default();
-        let version = match (self.spec.version, self.primary) {
+        let version = match (self.spec.version, self.primary_key) {
             (Some(_), Some(p)) => self
                 .versions
                 .iter()

@@ -27,6 +27,17 @@ pub enum Error {
         /// The type the table's column stores.
         expected: crate::KeyType,
     },
+    /// A collection named by values that do not match the table's scope columns (a
+    /// table ordered per several columns takes one value per column, in order).
+    #[error(
+        "{scope} does not name a list of this table: give one value per scope column, in order ({columns})"
+    )]
+    WrongScope {
+        /// The value given.
+        scope: Id,
+        /// The scope columns and their types.
+        columns: String,
+    },
     /// The parent (the collection's owner row) does not exist.
     #[error("parent {parent} not found; create the parent row before adding items")]
     ParentNotFound {
@@ -261,6 +272,7 @@ impl Error {
             Error::NotFound { .. } => "not_found",
             Error::ParentNotFound { .. } => "parent_not_found",
             Error::WrongKeyType { .. } => "wrong_key_type",
+            Error::WrongScope { .. } => "wrong_scope",
             Error::NotInCollection { .. } => "not_in_collection",
             Error::StaleNeighbours { .. } => "stale_neighbours",
             Error::VersionConflict { .. } => "version_conflict",
@@ -298,6 +310,7 @@ impl Error {
             | Error::InvalidPosition { .. }
             | Error::InvalidKey(_)
             | Error::WrongKeyType { .. }
+            | Error::WrongScope { .. }
             | Error::InvalidRequest(_) => Status::Unprocessable,
             Error::ParentChanged { .. } | Error::CommitDropped => Status::RetryLater,
             Error::Exhausted

@@ -25,8 +25,9 @@ pub use uuid::Uuid;
 /// The longest text key, in bytes.
 pub const MAX_TEXT_KEY: usize = 64;
 
-/// An item or scope key: an integer (16, 32 or 64 bits, read as `i64`), a UUID, or a
-/// string of at most [`MAX_TEXT_KEY`] bytes.
+/// An item or scope key: an integer (16, 32 or 64 bits, read as `i64`), a UUID, a
+/// string of at most [`MAX_TEXT_KEY`] bytes, or the values of several columns (a
+/// composite scope such as `(board_id, status)`: [`Id::Tuple`]).
 ///
 /// Conversions: `From` the integer types and [`Uuid`], [`Id::text`] (or `TryFrom`) for
 /// strings; back with [`Id::as_int`], [`Id::as_uuid`], [`Id::as_str`] or `TryFrom<Id>`
@@ -39,8 +40,117 @@ pub enum Id {
     /// A UUID (`uuid` on PostgreSQL, `BINARY(16)`, `CHAR(36)`, MariaDB's `UUID`, or
     /// SQLite's blob or text; see [`KeyType`]).
     Uuid(Uuid),
+    /// The values of several key columns, in column order: a scope of several columns
+    /// (cards per `(board_id, status)`). Built `From` a pair of keys or with
+    /// [`Id::tuple`]; [`Id::parts`] gives the values back. Declared between UUIDs and
+    /// strings, so [`Id::MIN_KEY`] and [`Id::max_key`] stay the ends of `Id`'s order.
+    Tuple(Tuple),
     /// A string key (`TEXT`, `VARCHAR`, `CHAR`).
     Text(ArrayString<MAX_TEXT_KEY>),
+}
+
+/// The bytes a [`Tuple`] holds: two parts of any kind (a string part takes its length
+/// plus 2 bytes, an integer 9, a UUID 17), so every pair of keys fits.
+pub const TUPLE_BYTES: usize = 2 * (MAX_TEXT_KEY + 2);
+
+/// The values of a composite key ([`Id::Tuple`]), held inline so that [`Id`] stays
+/// `Copy`: each part a tag byte and its value (an integer's 8 bytes, a UUID's 16, a
+/// string's length and bytes). Never nested, never of one part.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tuple {
+    len: u8,
+    bytes: [u8; TUPLE_BYTES],
+}
+
+const TAG_INT: u8 = 0;
+const TAG_UUID: u8 = 1;
+const TAG_TEXT: u8 = 2;
+
+impl Tuple {
+    const EMPTY: Tuple = Tuple {
+        len: 0,
+        bytes: [0; TUPLE_BYTES],
+    };
+    /// What a pair too long to hold becomes: no parts, and unlike the empty tuple
+    /// ([`Id::GLOBAL`]) no table's collection.
+    const INVALID: Tuple = Tuple {
+        len: 0,
+        bytes: [0xFF; TUPLE_BYTES],
+    };
+
+    fn push(&mut self, part: Id) -> Result<(), KeyTooLong> {
+        let at = usize::from(self.len);
+        let mut put = |data: &[u8]| -> Result<(), KeyTooLong> {
+            let end = at + data.len();
+            if end > TUPLE_BYTES {
+                return Err(KeyTooLong(end));
+            }
+            self.bytes[at..end].copy_from_slice(data);
+            self.len = u8::try_from(end).map_err(|_| KeyTooLong(end))?;
+            Ok(())
+        };
+        match part {
+            Id::Int(v) => {
+                let mut b = [TAG_INT; 9];
+                b[1..].copy_from_slice(&v.to_be_bytes());
+                put(&b)
+            }
+            Id::Uuid(u) => {
+                let mut b = [TAG_UUID; 17];
+                b[1..].copy_from_slice(u.as_bytes());
+                put(&b)
+            }
+            Id::Text(t) => {
+                let mut b = arrayvec::ArrayVec::<u8, { MAX_TEXT_KEY + 2 }>::new();
+                b.push(TAG_TEXT);
+                // a text key is at most MAX_TEXT_KEY (64) bytes
+                b.push(u8::try_from(t.len()).map_err(|_| KeyTooLong(t.len()))?);
+                b.try_extend_from_slice(t.as_bytes())
+                    .map_err(|_| KeyTooLong(t.len()))?;
+                put(&b)
+            }
+            Id::Tuple(inner) => inner.parts().try_for_each(|p| self.push(p)),
+        }
+    }
+
+    /// The parts, in column order.
+    pub fn parts(&self) -> Parts<'_> {
+        Parts {
+            rest: &self.bytes[..usize::from(self.len)],
+            single: None,
+        }
+    }
+}
+
+/// The parts of a key, in column order ([`Id::parts`]).
+#[derive(Debug, Clone)]
+pub struct Parts<'a> {
+    rest: &'a [u8],
+    single: Option<Id>,
+}
+
+impl Iterator for Parts<'_> {
+    type Item = Id;
+    fn next(&mut self) -> Option<Id> {
+        if let Some(id) = self.single.take() {
+            return Some(id);
+        }
+        let (&tag, body) = self.rest.split_first()?;
+        let (id, used) = match tag {
+            TAG_INT => (
+                Id::Int(i64::from_be_bytes(body.get(..8)?.try_into().ok()?)),
+                8,
+            ),
+            TAG_UUID => (Id::Uuid(Uuid::from_slice(body.get(..16)?).ok()?), 16),
+            _ => {
+                let n = usize::from(*body.first()?);
+                let text = std::str::from_utf8(body.get(1..1 + n)?).ok()?;
+                (Id::Text(ArrayString::from(text).ok()?), 1 + n)
+            }
+        };
+        self.rest = body.get(used..)?;
+        Some(id)
+    }
 }
 
 /// A string key longer than [`MAX_TEXT_KEY`] bytes.
@@ -52,6 +162,10 @@ impl Id {
     /// The smallest key in `Id`'s order (integers sort before UUIDs, UUIDs before
     /// strings): a bound for ranges over `(position, id)` pairs.
     pub const MIN_KEY: Id = Id::Int(i64::MIN);
+
+    /// The collection of a table that is one list ([`Spec::global`](crate::Spec::global)):
+    /// no scope values, the empty tuple (also `Id::from(())`).
+    pub const GLOBAL: Id = Id::Tuple(Tuple::EMPTY);
 
     /// The largest key in `Id`'s order: the longest string of the largest character.
     pub fn max_key() -> Id {
@@ -65,6 +179,59 @@ impl Id {
         ArrayString::from(s)
             .map(Id::Text)
             .map_err(|_| KeyTooLong(s.len()))
+    }
+
+    /// A composite key of `parts`, in column order (a tuple inside is spread into its
+    /// parts; one part is that key itself). An error when the parts hold more than
+    /// [`TUPLE_BYTES`] (any two keys fit; three need shorter strings).
+    ///
+    /// ```
+    /// use ordered_core::Id;
+    /// use uuid::Uuid;
+    ///
+    /// let board = Uuid::from_u128(1);
+    /// let todo = Id::tuple([board.into(), Id::text("todo")?])?;
+    /// assert_eq!(todo, Id::from((board, Id::text("todo")?)));
+    /// assert_eq!(todo.parts().collect::<Vec<_>>(), [Id::from(board), Id::text("todo")?]);
+    /// assert_eq!(todo.to_string(), "(00000000-0000-0000-0000-000000000001, todo)");
+    /// assert_eq!(Id::tuple([Id::from(7)])?, 7);
+    /// # Ok::<(), ordered_core::KeyTooLong>(())
+    /// ```
+    pub fn tuple(parts: impl IntoIterator<Item = Id>) -> Result<Id, KeyTooLong> {
+        let mut t = Tuple::EMPTY;
+        let mut first = None;
+        let mut count = 0usize;
+        for p in parts {
+            if let Id::Tuple(inner) = p {
+                count += inner.parts().count();
+            } else {
+                count += 1;
+                first = Some(p);
+            }
+            t.push(p)?;
+        }
+        match (count, first) {
+            (1, Some(only)) => Ok(only),
+            _ => Ok(Id::Tuple(t)),
+        }
+    }
+
+    /// The values of a composite key, in column order; a key of one column yields
+    /// itself.
+    pub fn parts(&self) -> Parts<'_> {
+        match self {
+            Id::Tuple(t) => t.parts(),
+            other => Parts {
+                rest: &[],
+                single: Some(*other),
+            },
+        }
+    }
+
+    /// The first value of a composite key (the column that names the parent row), or
+    /// the key itself.
+    pub fn first(&self) -> Id {
+        self.parts().next().unwrap_or(*self)
     }
 
     /// The integer, for an integer key.
@@ -122,7 +289,41 @@ impl fmt::Display for Id {
             Id::Int(v) => write!(f, "{v}"),
             Id::Uuid(u) => write!(f, "{}", u.hyphenated()),
             Id::Text(s) => f.write_str(s),
+            Id::Tuple(t) => {
+                f.write_str("(")?;
+                for (i, p) in t.parts().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{p}")?;
+                }
+                f.write_str(")")
+            }
         }
+    }
+}
+
+impl fmt::Debug for Tuple {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.parts()).finish()
+    }
+}
+
+/// The global list's collection, [`Id::GLOBAL`].
+impl From<()> for Id {
+    fn from((): ()) -> Id {
+        Id::GLOBAL
+    }
+}
+
+/// A pair of keys: a scope of two columns, e.g. `(board_id, status)`.
+impl<A: Into<Id>, B: Into<Id>> From<(A, B)> for Id {
+    fn from((a, b): (A, B)) -> Id {
+        // two keys always fit (TUPLE_BYTES); two tuples are refused by Id::tuple only
+        // past that size, which pairs of plain keys never reach
+        // pairs holding tuples can be too long: then the empty tuple, which no table's
+        // scope fits, so the operation is refused with a typed error
+        Id::tuple([a.into(), b.into()]).unwrap_or(Id::Tuple(Tuple::INVALID))
     }
 }
 
@@ -132,6 +333,7 @@ impl fmt::Debug for Id {
             Id::Int(v) => write!(f, "{v}"),
             Id::Uuid(u) => write!(f, "{}", u.hyphenated()),
             Id::Text(s) => write!(f, "{:?}", s.as_str()),
+            Id::Tuple(t) => write!(f, "{t:?}"),
         }
     }
 }
@@ -303,6 +505,40 @@ impl Key for Vec<u8> {
     }
 }
 
+/// What the key of a collection reads back as in the app's types: any [`Key`] for a
+/// scope of one column, a pair or triple of them for a composite scope (the insert
+/// closures' `slot.scope::<(Uuid, String)>()`).
+pub trait ScopeKey: Sized {
+    /// The value `id` holds, if it has this shape.
+    fn from_scope(id: Id) -> Option<Self>;
+}
+
+impl<K: Key> ScopeKey for K {
+    fn from_scope(id: Id) -> Option<Self> {
+        K::from_id(id)
+    }
+}
+
+impl<A: Key, B: Key> ScopeKey for (A, B) {
+    fn from_scope(id: Id) -> Option<Self> {
+        let mut p = id.parts();
+        let v = (A::from_id(p.next()?)?, B::from_id(p.next()?)?);
+        p.next().is_none().then_some(v)
+    }
+}
+
+impl<A: Key, B: Key, C: Key> ScopeKey for (A, B, C) {
+    fn from_scope(id: Id) -> Option<Self> {
+        let mut p = id.parts();
+        let v = (
+            A::from_id(p.next()?)?,
+            B::from_id(p.next()?)?,
+            C::from_id(p.next()?)?,
+        );
+        p.next().is_none().then_some(v)
+    }
+}
+
 /// How a table stores a key column, which decides how the statements bind and read it.
 ///
 /// | type | PostgreSQL | MySQL / MariaDB | SQLite |
@@ -359,20 +595,28 @@ impl serde::Serialize for Id {
             Id::Int(v) => s.serialize_i64(*v),
             Id::Uuid(u) => s.collect_str(&u.hyphenated()),
             Id::Text(t) => s.serialize_str(t),
+            Id::Tuple(t) => s.collect_seq(t.parts()),
         }
     }
 }
 
 /// A number reads as an integer key, a hyphenated UUID as a UUID key, any other
-/// string as a text key.
+/// string as a text key, an array of keys as a composite key ([`Id::tuple`]).
 #[cfg(feature = "serde")]
 impl<'de> serde::Deserialize<'de> for Id {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Id, D::Error> {
         struct V;
-        impl serde::de::Visitor<'_> for V {
+        impl<'de> serde::de::Visitor<'de> for V {
             type Value = Id;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an integer, a UUID or a string key")
+                f.write_str("an integer, a UUID or a string key, or an array of keys")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Id, A::Error> {
+                let mut parts = Vec::new();
+                while let Some(p) = seq.next_element::<Id>()? {
+                    parts.push(p);
+                }
+                Id::tuple(parts).map_err(serde::de::Error::custom)
             }
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Id, E> {
                 Ok(Id::Int(v))

@@ -49,7 +49,7 @@ pub mod sql;
 pub mod strategy;
 pub mod verify;
 
-pub use id::{Id, Key, KeyTooLong, KeyType, MAX_TEXT_KEY, WrongKey};
+pub use id::{Id, Key, KeyTooLong, KeyType, MAX_TEXT_KEY, ScopeKey, WrongKey};
 
 pub use changes::{Change, Changes};
 pub use engine::{Action, Controls, FinalStatement, Listing, Operation, Outcome, Reply, Settings};
@@ -58,7 +58,7 @@ pub use key::KeyError;
 pub use plan::{Placement, Plan, Request, Row, Write};
 pub use position::{MAX_POSITION, MIN_POSITION, Position, PositionKind};
 pub use retry::RetryPolicy;
-pub use spec::{Ordered, Spec};
+pub use spec::{Ordered, ScopeColumn, Spec};
 pub use sql::{Arg, Dialect, Returns, Statement, Wire};
 pub use strategy::{
     Dense, Fractional, Gapped, PositionStrategy, RebalancePolicy, Spread, SpreadMode,

@@ -68,6 +68,60 @@ fn q(d: Dialect, s: &str) -> String {
     quote(d, s)
 }
 
+/// The scope columns and the position, quoted and comma-separated: what the unique
+/// constraint covers (`parent`, then [`Spec::split_by`]; only the position for a global
+/// list).
+fn unique_cols(d: Dialect, spec: &Spec) -> String {
+    spec.scope_columns()
+        .map(|(c, _)| q(d, c))
+        .chain(std::iter::once(q(d, spec.position)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The lock table of the tables without a parent table ([`Spec::without_parent`],
+/// [`Spec::global`]): a row per collection, `(table_name, scope_key)` and its version,
+/// created if missing (one per database, shared by every such table).
+fn lock_table_sql(d: Dialect) -> String {
+    let text = match d {
+        Dialect::Mysql => "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+        Dialect::Postgres => "VARCHAR(255) COLLATE \"C\"",
+        Dialect::Sqlite => "TEXT",
+    };
+    let engine = if d == Dialect::Mysql {
+        " ENGINE=InnoDB"
+    } else {
+        ""
+    };
+    format!(
+        "CREATE TABLE IF NOT EXISTS {} (\n  {} {text} NOT NULL,\n  {} {text} NOT NULL,\n  {} BIGINT NOT NULL DEFAULT 0,\n  PRIMARY KEY ({}, {})\n){engine}",
+        q(d, crate::spec::LOCK_TABLE),
+        q(d, "table_name"),
+        q(d, "scope_key"),
+        q(d, "version"),
+        q(d, "table_name"),
+        q(d, "scope_key"),
+    )
+}
+
+/// Creates the lock table the tables without a parent table lock and version their
+/// collections through ([`crate::spec::LOCK_TABLE`]), if it does not exist:
+/// `(table_name, scope_key)` primary key and a `version`. [`create_parent_table`] and
+/// [`add_ordering`] of such a table create it; the down migration keeps it (other
+/// tables may use it).
+///
+/// ```
+/// use ordered_core::{Dialect, migration::create_lock_table};
+///
+/// assert!(create_lock_table(Dialect::Postgres).up_sql().contains("CREATE TABLE IF NOT EXISTS \"ordered_locks\""));
+/// ```
+pub fn create_lock_table(d: Dialect) -> Migration {
+    Migration {
+        up: vec![lock_table_sql(d)],
+        down: Vec::new(),
+    }
+}
+
 fn column_type(d: Dialect, spec: &Spec) -> String {
     match (spec.strategy.kind(), d) {
         (PositionKind::Integer, Dialect::Sqlite) => "INTEGER".into(),
@@ -125,7 +179,8 @@ fn check_up(d: Dialect, spec: &Spec) -> String {
 /// MySQL, the unique constraint; and its down: the unique constraint, SQLite's
 /// required-position triggers or the CHECK elsewhere.
 fn constraints(d: Dialect, spec: &Spec, up: &mut Vec<String>) -> Vec<String> {
-    if d == Dialect::Mysql {
+    // the parent index backs the foreign key to the parent table (none with lock rows)
+    if d == Dialect::Mysql && !spec.locks_rows() {
         up.extend(mysql_parent_index(spec));
     }
     up.push(unique_up(d, spec));
@@ -147,6 +202,10 @@ fn constraints(d: Dialect, spec: &Spec, up: &mut Vec<String>) -> Vec<String> {
 }
 
 fn version_up(d: Dialect, spec: &Spec) -> Option<String> {
+    if spec.locks_rows() {
+        // the versions live in the lock table, shared by every such table
+        return Some(lock_table_sql(d));
+    }
     spec.version.map(|v| {
         format!(
             "ALTER TABLE {} ADD COLUMN {} BIGINT NOT NULL DEFAULT 0",
@@ -157,6 +216,10 @@ fn version_up(d: Dialect, spec: &Spec) -> Option<String> {
 }
 
 fn version_down(d: Dialect, spec: &Spec) -> Option<String> {
+    if spec.locks_rows() {
+        // other tables may use the lock table: it stays
+        return None;
+    }
     spec.version.map(|v| {
         format!(
             "ALTER TABLE {} DROP COLUMN {}",
@@ -194,7 +257,7 @@ fn mysql_parent_index(spec: &Spec) -> Vec<String> {
 
 fn unique_up(d: Dialect, spec: &Spec) -> String {
     let (t, u) = (q(d, spec.table), q(d, &spec.unique_name()));
-    let cols = format!("{}, {}", q(d, spec.parent), q(d, spec.position));
+    let cols = unique_cols(d, spec);
     match d {
         // deferrable, so one statement may pass through transient duplicates; a
         // CREATE UNIQUE INDEX cannot be deferrable
@@ -285,8 +348,18 @@ fn ranked_update(d: Dialect, spec: &Spec, order: &str, value: &str) -> String {
     let id = q(d, spec.id);
     let pos = q(d, spec.position);
     let ranked = format!(
-        "(SELECT o_s.{id} AS o_rid, ROW_NUMBER() OVER (PARTITION BY o_s.{} ORDER BY {order}) AS o_rn FROM {t} AS o_s) AS o_r",
-        q(d, spec.parent)
+        "(SELECT o_s.{id} AS o_rid, ROW_NUMBER() OVER ({}ORDER BY {order}) AS o_rn FROM {t} AS o_s) AS o_r",
+        if spec.is_global() {
+            String::new()
+        } else {
+            format!(
+                "PARTITION BY {} ",
+                spec.scope_columns()
+                    .map(|(c, _)| format!("o_s.{}", q(d, c)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
     );
     match d {
         Dialect::Postgres => {
@@ -526,22 +599,35 @@ fn primary_key(d: Dialect, ty: KeyType) -> String {
 }
 
 /// Creates a new ordered table: `id` primary key, the parent column referencing the
-/// parent table (`ON DELETE CASCADE`), the position column with its CHECK and unique
-/// constraint, and `columns` (name, SQL type) of your own. The parent table (with its
+/// parent table (`ON DELETE CASCADE`), the further scope columns of
+/// [`Spec::split_by`], the position column with its CHECK and unique constraint on
+/// every scope column and the position, and `columns` (name, SQL type) of your own. The parent table (with its
 /// version column, if any) must exist: see [`create_parent_table`].
 pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migration {
     let t = q(d, spec.table);
     let id_ty = primary_key(d, spec.id_type);
     let parent_ty = key_column_type(d, spec.parent_type);
-    let mut cols = vec![
-        format!("{} {id_ty}", q(d, spec.id)),
-        format!(
+    let mut cols = vec![format!("{} {id_ty}", q(d, spec.id))];
+    if spec.locks_rows() {
+        // no parent table: the scope column alone (none for a global list)
+        if !spec.is_global() {
+            cols.push(format!("{} {parent_ty} NOT NULL", q(d, spec.parent)));
+        }
+    } else {
+        cols.push(format!(
             "{} {parent_ty} NOT NULL REFERENCES {} ({}) ON DELETE CASCADE",
             q(d, spec.parent),
             q(d, spec.parent_table),
             q(d, spec.parent_id)
-        ),
-    ];
+        ));
+    }
+    for c in spec.split_by {
+        cols.push(format!(
+            "{} {} NOT NULL",
+            q(d, c.name),
+            key_column_type(d, c.ty)
+        ));
+    }
     for (name, ty) in columns {
         cols.push(format!("{} {ty}", q(d, name)));
     }
@@ -558,10 +644,9 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
     ));
     if d == Dialect::Postgres {
         cols.push(format!(
-            "CONSTRAINT {} UNIQUE ({}, {}) DEFERRABLE INITIALLY IMMEDIATE",
+            "CONSTRAINT {} UNIQUE ({}) DEFERRABLE INITIALLY IMMEDIATE",
             q(d, &spec.unique_name()),
-            q(d, spec.parent),
-            q(d, spec.position)
+            unique_cols(d, spec)
         ));
     }
     if d == Dialect::Mysql {
@@ -571,23 +656,24 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
         // parent (MDEV-25039); the explicit parent index keeps InnoDB from making the
         // unique index back the foreign key (it could then never be dropped, 1553)
         cols.push(format!(
-            "UNIQUE KEY {} ({}, {})",
+            "UNIQUE KEY {} ({})",
             q(d, &spec.unique_name()),
-            q(d, spec.parent),
-            q(d, spec.position)
+            unique_cols(d, spec)
         ));
-        cols.push(format!(
-            "KEY {} ({})",
-            q(d, &format!("{}_{}_idx", spec.table, spec.parent)),
-            q(d, spec.parent)
-        ));
-        // the foreign key: MySQL ignores an inline REFERENCES
-        cols.push(format!(
-            "FOREIGN KEY ({}) REFERENCES {} ({}) ON DELETE CASCADE",
-            q(d, spec.parent),
-            q(d, spec.parent_table),
-            q(d, spec.parent_id)
-        ));
+        if !spec.locks_rows() {
+            cols.push(format!(
+                "KEY {} ({})",
+                q(d, &format!("{}_{}_idx", spec.table, spec.parent)),
+                q(d, spec.parent)
+            ));
+            // the foreign key: MySQL ignores an inline REFERENCES
+            cols.push(format!(
+                "FOREIGN KEY ({}) REFERENCES {} ({}) ON DELETE CASCADE",
+                q(d, spec.parent),
+                q(d, spec.parent_table),
+                q(d, spec.parent_id)
+            ));
+        }
     }
     let engine = if d == Dialect::Mysql {
         " ENGINE=InnoDB"
@@ -608,8 +694,13 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
 }
 
 /// Creates a parent table `parent_table (parent_id, <columns>, version)` for examples
-/// and tests; real applications already have theirs.
+/// and tests; real applications already have theirs. For a table without a parent table
+/// ([`Spec::without_parent`], [`Spec::global`]): the lock table ([`create_lock_table`]).
 pub fn create_parent_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migration {
+    if spec.locks_rows() {
+        // no parent table: the lock table stands in for it
+        return create_lock_table(d);
+    }
     let id_ty = primary_key(d, spec.parent_type);
     let mut cols = vec![format!("{} {id_ty}", q(d, spec.parent_id))];
     for (name, ty) in columns {

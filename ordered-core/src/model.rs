@@ -89,10 +89,15 @@ impl Store {
         let mut reads = Reads::new();
         let locked = loop {
             match plan::parents_to_lock(req, &reads) {
-                Ok(ps) => break ps,
+                Ok(ps) => {
+                    let mut keys: Vec<_> = ps.into_iter().map(|p| self.spec.lock_key(p)).collect();
+                    keys.sort_unstable();
+                    keys.dedup();
+                    break keys;
+                }
                 Err(Step::Read(q)) => {
                     let rows = self.answer(&q);
-                    reads.insert(q, rows);
+                    reads.insert(*q, rows);
                 }
                 Err(Step::Fail(e)) => return Err(e),
             }
@@ -104,7 +109,7 @@ impl Store {
                 Err(Step::Read(q)) => {
                     self.stats.reads += 1;
                     let rows = self.answer(&q);
-                    reads.insert(q, rows);
+                    reads.insert(*q, rows);
                 }
                 Err(Step::Fail(e)) => return Err(e),
             }

@@ -146,10 +146,12 @@ impl Request {
         }
     }
 
-    /// The first key of the request that does not fit `spec`'s key types (an item key
-    /// that is not of [`Spec::id_type`], a collection key that is not of
-    /// [`Spec::parent_type`]), with the type it should have.
-    pub fn misfit(&self, spec: &Spec) -> Option<(Id, crate::KeyType)> {
+    /// The refusal of the first key of the request that does not fit `spec`'s key
+    /// types: [`Error::WrongKeyType`] for an item key that is not of [`Spec::id_type`]
+    /// or a collection key that is not of [`Spec::parent_type`], [`Error::WrongScope`]
+    /// for a collection that does not name every scope column of a table split by
+    /// several ([`Spec::split_by`]).
+    pub fn misfit(&self, spec: &Spec) -> Option<Error> {
         let (items, scope): (Vec<Id>, Option<Id>) = match self {
             Request::Insert { parent, at } => (at.anchors().collect(), Some(*parent)),
             Request::Move { item, at } => {
@@ -166,15 +168,11 @@ impl Request {
             Request::Reorder { parent, ids } => (ids.clone(), Some(*parent)),
             Request::Rebalance { parent } => (Vec::new(), Some(*parent)),
         };
-        scope
-            .filter(|p| !p.fits(spec.parent_type))
-            .map(|p| (p, spec.parent_type))
-            .or_else(|| {
-                items
-                    .into_iter()
-                    .find(|i| !i.fits(spec.id_type))
-                    .map(|i| (i, spec.id_type))
-            })
+        scope.and_then(|p| spec.check_scope(p).err()).or_else(|| {
+            items
+                .into_iter()
+                .find_map(|i| i.checked(spec.id_type).err())
+        })
     }
 
     /// The collection the request names, if it names one (inserts, cross-collection
@@ -282,8 +280,9 @@ pub struct Row {
 /// Why the planner stopped.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
-    /// It needs this read; perform it, store the rows and run it again.
-    Read(Read),
+    /// It needs this read; perform it, store the rows and run it again (boxed: a
+    /// range read names a collection and an item, each a key held inline).
+    Read(Box<Read>),
     /// The request is refused.
     Fail(Error),
 }
@@ -316,7 +315,7 @@ impl Reads {
     fn get(&self, read: Read) -> Result<&[Row], Step> {
         match self.map.get(&read) {
             Some(rows) => Ok(rows),
-            None => Err(Step::Read(read)),
+            None => Err(Step::Read(Box::new(read))),
         }
     }
     pub(crate) fn item(&self, id: Id) -> Result<Option<&Row>, Step> {
@@ -475,6 +474,7 @@ pub fn plan(spec: &Spec, req: &Request, reads: &Reads, locked: &[Id]) -> Result<
         hidden: spec.filter.is_some(),
         reads,
         locked,
+        split: !spec.split_by.is_empty(),
     };
     match req {
         Request::Insert { parent, at } => p.place(*parent, at, None),
@@ -519,7 +519,11 @@ struct Planner<'a> {
     /// The table has a row filter: some rows are not shown.
     hidden: bool,
     reads: &'a Reads,
+    /// The keys of the parent rows locked ([`Spec::lock_key`]).
     locked: &'a [Id],
+    /// The table is split by more scope columns: a collection's lock key is its
+    /// first value.
+    split: bool,
 }
 
 /// The resolved gap: the rows that will surround the item.
@@ -529,6 +533,11 @@ struct Gap {
 }
 
 impl Planner<'_> {
+    /// The key of the parent row that locks `scope` ([`Spec::lock_key`]).
+    fn lock_key(&self, scope: Id) -> Id {
+        if self.split { scope.first() } else { scope }
+    }
+
     /// An item read under the lock; it must still be in a locked collection.
     fn locked_item(&self, id: Id) -> Result<Row, Step> {
         let row = self
@@ -536,7 +545,7 @@ impl Planner<'_> {
             .item(id)?
             .cloned()
             .ok_or(Step::Fail(Error::NotFound { id }))?;
-        if !self.locked.contains(&row.parent) {
+        if !self.locked.contains(&self.lock_key(row.parent)) {
             return Err(Error::ParentChanged { id }.into());
         }
         Ok(row)
@@ -710,7 +719,7 @@ impl Planner<'_> {
     }
 
     fn place(&self, parent: Id, at: &Placement, mover: Option<Row>) -> Result<Plan, Step> {
-        if !self.locked.contains(&parent) {
+        if !self.locked.contains(&self.lock_key(parent)) {
             return Err(Error::ParentChanged {
                 id: mover.as_ref().map_or(parent, |m| m.id),
             }

@@ -283,6 +283,7 @@ mod tests {
             parent_id: "id",
             id_type: crate::KeyType::Int,
             parent_type: crate::KeyType::Int,
+            split_by: &[],
             filter: None,
             version: None,
             unique: None,

@@ -1,7 +1,39 @@
 //! What a model declares about its ordering.
 
-use crate::id::KeyType;
+use crate::id::{Id, KeyType};
 use crate::strategy::{PositionStrategy, RebalancePolicy};
+
+/// The table that holds a lock row per collection for the tables that have no parent
+/// table ([`Spec::without_parent`], [`Spec::global`]): `(table_name, scope_key,
+/// version)`, one per database, created by [`crate::migration::create_lock_table`].
+pub const LOCK_TABLE: &str = "ordered_locks";
+
+/// A column that splits each parent's items into several lists: the `status` of a
+/// board's cards, ordered per `(board_id, status)` ([`Spec::split_by`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScopeColumn {
+    /// The column.
+    pub name: &'static str,
+    /// How it stores its values.
+    pub ty: KeyType,
+}
+
+impl ScopeColumn {
+    /// A scope column of type `ty`.
+    pub const fn new(name: &'static str, ty: KeyType) -> ScopeColumn {
+        ScopeColumn { name, ty }
+    }
+
+    /// A text scope column (a status, a kind).
+    pub const fn text(name: &'static str) -> ScopeColumn {
+        ScopeColumn::new(name, KeyType::Text)
+    }
+
+    /// An integer scope column.
+    pub const fn int(name: &'static str) -> ScopeColumn {
+        ScopeColumn::new(name, KeyType::Int)
+    }
+}
 
 /// The names and choices that describe one ordered table. The derives of the adapters
 /// build it from the model's attributes; it can also be written by hand.
@@ -19,6 +51,7 @@ use crate::strategy::{PositionStrategy, RebalancePolicy};
 ///     id_type: ordered_core::KeyType::Int,
 ///     parent_type: ordered_core::KeyType::Int,
 ///     filter: None,
+///     split_by: &[],
 ///     version: Some("version"),
 ///     unique: None,
 ///     strategy: &Gapped::DEFAULT,
@@ -38,6 +71,13 @@ pub struct Spec {
     pub id_type: KeyType,
     /// How the scope column (and the parent table's key) stores keys.
     pub parent_type: KeyType,
+    /// More scope columns after `parent`, for a list per several columns: cards per
+    /// `(board_id, status)` are `Spec::new("cards", "board_id", "boards")` split by
+    /// `status`. A collection is then named by the values of every scope column, in
+    /// order (an [`Id::Tuple`], e.g. `(board, "todo")`), and locked on the parent row
+    /// its first value names: a move between two lists of one board takes one lock,
+    /// between boards both, in key order; the board's version covers all its lists.
+    pub split_by: &'static [ScopeColumn],
     /// Which rows the lists show: an SQL predicate on the items table naming only its
     /// columns (e.g. `archived_at IS NULL`), or `None` for every row. Rows outside it
     /// (archived, soft-deleted) keep their positions, stay unique and are relabelled
@@ -52,8 +92,9 @@ pub struct Spec {
     pub parent_id: &'static str,
     /// An optional `BIGINT` version column on the parent table, bumped by every write.
     pub version: Option<&'static str>,
-    /// The name of the `UNIQUE (parent, position)` constraint; default
-    /// `{table}_{parent}_{position}_key`.
+    /// The name of the `UNIQUE (parent, position)` constraint (`UNIQUE (parent,
+    /// split_by..., position)` with more scope columns); default
+    /// `{table}_{parent}_{position}_key` (every scope column named, in order).
     pub unique: Option<&'static str>,
     /// How positions are chosen.
     pub strategy: &'static dyn PositionStrategy,
@@ -88,6 +129,7 @@ impl Spec {
             parent,
             id_type: KeyType::Int,
             parent_type: KeyType::Int,
+            split_by: &[],
             filter: None,
             position: "position",
             parent_table,
@@ -117,6 +159,145 @@ impl Spec {
         self
     }
 
+    /// A table ordered per `scope` with no parent table: each collection is locked and
+    /// versioned through its row of the lock table ([`LOCK_TABLE`]), which the first
+    /// write creates (an upsert that locks and bumps), so any scope value names a
+    /// collection, empty or not, and none is ever "not found".
+    ///
+    /// ```
+    /// use ordered_core::{Spec, spec::LOCK_TABLE};
+    ///
+    /// const TASKS: Spec = Spec::without_parent("tasks", "list_id");
+    /// assert!(TASKS.locks_rows());
+    /// assert_eq!((TASKS.parent_table, TASKS.version), (LOCK_TABLE, Some("version")));
+    /// ```
+    pub const fn without_parent(table: &'static str, scope: &'static str) -> Spec {
+        let mut s = Spec::new(table, scope, LOCK_TABLE);
+        s.parent_id = "scope_key";
+        s.version = Some("version");
+        s
+    }
+
+    /// One list of every row of `table`: no scope column, locked and versioned through
+    /// one row of the lock table. Its collection is [`Id::GLOBAL`].
+    ///
+    /// ```
+    /// use ordered_core::{Id, Spec};
+    ///
+    /// const STEPS: Spec = Spec::global("onboarding_steps");
+    /// assert!(STEPS.is_global());
+    /// assert!(STEPS.check_scope(Id::GLOBAL).is_ok());
+    /// assert!(STEPS.check_scope(Id::from(1)).is_err());
+    /// ```
+    pub const fn global(table: &'static str) -> Spec {
+        Spec::without_parent(table, "")
+    }
+
+    /// Whether collections are locked through the lock table ([`Spec::without_parent`]).
+    pub fn locks_rows(&self) -> bool {
+        self.parent_table == LOCK_TABLE
+    }
+
+    /// Whether the table is one list with no scope column ([`Spec::global`]).
+    pub fn is_global(&self) -> bool {
+        self.parent.is_empty()
+    }
+
+    /// The text that names the collection `scope` in the lock table: each scope value
+    /// as its length in characters, `:` and its text (empty for the global list).
+    pub fn lock_name(&self, scope: Id) -> String {
+        let mut out = String::new();
+        if self.is_global() {
+            return out;
+        }
+        for p in scope.parts() {
+            let t = p.to_string();
+            out.push_str(&t.chars().count().to_string());
+            out.push(':');
+            out.push_str(&t);
+        }
+        out
+    }
+
+    /// More scope columns after `parent` ([`Spec::split_by`]).
+    ///
+    /// ```
+    /// use ordered_core::{Id, KeyType, ScopeColumn, Spec};
+    /// use uuid::Uuid;
+    ///
+    /// const CARDS: Spec = Spec::new("cards", "board_id", "boards")
+    ///     .with_parent_type(KeyType::Uuid)
+    ///     .with_split_by(&[ScopeColumn::text("status")]);
+    /// let board = Uuid::from_u128(1);
+    /// let todo = Id::from((board, Id::text("todo")?));
+    /// assert!(CARDS.check_scope(todo).is_ok());
+    /// assert_eq!(CARDS.lock_key(todo), board); // locked on the board's row
+    /// assert!(CARDS.check_scope(board.into()).is_err()); // a list needs both values
+    /// assert_eq!(CARDS.unique_name(), "cards_board_id_status_position_key");
+    /// # Ok::<(), ordered_core::KeyTooLong>(())
+    /// ```
+    pub const fn with_split_by(mut self, columns: &'static [ScopeColumn]) -> Spec {
+        self.split_by = columns;
+        self
+    }
+
+    /// The scope columns, `parent` first, with their types (none for a global list).
+    pub fn scope_columns(&self) -> impl Iterator<Item = (&'static str, KeyType)> + '_ {
+        std::iter::once((self.parent, self.parent_type))
+            .filter(|(p, _)| !p.is_empty())
+            .chain(self.split_by.iter().map(|c| (c.name, c.ty)))
+    }
+
+    /// The key of the parent row that locks the collection `scope`: its first value
+    /// (the parent key) for a scope of several columns, else `scope` itself.
+    pub fn lock_key(&self, scope: Id) -> Id {
+        if self.split_by.is_empty() || self.locks_rows() {
+            scope
+        } else {
+            scope.first()
+        }
+    }
+
+    /// Whether `scope` names a collection of this table: one value per scope column,
+    /// each of the column's type.
+    pub fn fits_scope(&self, scope: Id) -> bool {
+        if self.is_global() {
+            return scope == Id::GLOBAL;
+        }
+        if self.split_by.is_empty() {
+            return scope.fits(self.parent_type);
+        }
+        let mut parts = scope.parts();
+        matches!(scope, Id::Tuple(_))
+            && self
+                .scope_columns()
+                .all(|(_, ty)| parts.next().is_some_and(|p| p.fits(ty)))
+            && parts.next().is_none()
+    }
+
+    /// `scope` if it [fits](Spec::fits_scope), else [`Error::WrongKeyType`] (one scope
+    /// column) or [`Error::WrongScope`] (several).
+    ///
+    /// [`Error::WrongKeyType`]: crate::Error::WrongKeyType
+    /// [`Error::WrongScope`]: crate::Error::WrongScope
+    pub fn check_scope(&self, scope: Id) -> Result<Id, crate::Error> {
+        if self.split_by.is_empty() && !self.is_global() {
+            return scope.checked(self.parent_type);
+        }
+        if self.fits_scope(scope) {
+            return Ok(scope);
+        }
+        let columns = if self.is_global() {
+            "none: the table is one list, named by Id::GLOBAL".to_owned()
+        } else {
+            self.scope_columns()
+                .map(|(name, ty)| format!("{name}: {ty}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        Err(crate::Error::WrongScope { scope, columns })
+    }
+
     /// The rows the lists show ([`Spec::filter`]).
     pub const fn with_filter(mut self, predicate: &'static str) -> Spec {
         self.filter = Some(predicate);
@@ -126,7 +307,10 @@ impl Spec {
     /// Whether the statements hand keys back as text (either key is not an integer):
     /// then every item column of a read, the position included, is text.
     pub fn text_wire(&self) -> bool {
-        self.id_type.is_text() || self.parent_type.is_text()
+        self.id_type.is_text()
+            || self.parent_type.is_text()
+            || !self.split_by.is_empty()
+            || self.is_global()
     }
 
     /// The position column.
@@ -169,7 +353,14 @@ impl Spec {
     pub fn unique_name(&self) -> String {
         match self.unique {
             Some(n) => n.to_owned(),
-            None => format!("{}_{}_{}_key", self.table, self.parent, self.position),
+            None => {
+                let mut name = self.table.to_owned();
+                for (c, _) in self.scope_columns() {
+                    name.push('_');
+                    name.push_str(c);
+                }
+                format!("{name}_{}_key", self.position)
+            }
         }
     }
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::id::{Id, KeyType};
 use crate::plan::{RangeRead, Read, Row, Write};
 use crate::position::{PARK_POSITION, Position, PositionKind, TEMP_KEY_PREFIX};
-use crate::spec::Spec;
+use crate::spec::{ScopeColumn, Spec};
 
 /// The SQL engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -96,6 +96,12 @@ pub struct Wire {
     pub id: KeyType,
     /// The scope's key type.
     pub parent: KeyType,
+    /// More scope columns ([`Spec::split_by`]): `o_parent` holds every scope value
+    /// (see [`Wire::row`]).
+    pub split: &'static [ScopeColumn],
+    /// The table is one list ([`Spec::global`]): every row's collection is
+    /// [`Id::GLOBAL`].
+    pub global: bool,
 }
 
 /// A value the database handed back that does not parse as the key or position its
@@ -118,6 +124,8 @@ impl Wire {
         key: false,
         id: KeyType::Int,
         parent: KeyType::Int,
+        split: &[],
+        global: false,
     };
 
     /// How the statements of `spec`'s table hand back their rows.
@@ -127,10 +135,14 @@ impl Wire {
             key: is_key(spec),
             id: spec.id_type,
             parent: spec.parent_type,
+            split: spec.split_by,
+            global: spec.is_global(),
         }
     }
 
-    /// An item row handed back as text.
+    /// An item row handed back as text. The collection of a table split by more scope
+    /// columns comes as one text holding each scope value as its length in characters,
+    /// `:` and the value (`1:74:todo` is `(7, "todo")`), parsed into an [`Id::Tuple`].
     pub fn row(&self, id: &str, parent: &str, position: String) -> Result<Row, DecodeError> {
         let position = if self.key {
             Position::Key(position)
@@ -142,9 +154,40 @@ impl Wire {
         };
         Ok(Row {
             id: parse_key(self.id, id)?,
-            parent: self.parent_key(parent)?,
+            parent: if self.global {
+                Id::GLOBAL
+            } else if self.split.is_empty() {
+                self.parent_key(parent)?
+            } else {
+                self.scope(parent)?
+            },
             position,
         })
+    }
+
+    /// A collection of several scope values, as [`Wire::row`] describes.
+    fn scope(&self, s: &str) -> Result<Id, DecodeError> {
+        let bad = || DecodeError {
+            value: s.to_owned(),
+            expected: "the values of the scope columns",
+        };
+        let types = std::iter::once(self.parent).chain(self.split.iter().map(|c| c.ty));
+        let mut rest = s;
+        let mut parts = Vec::with_capacity(self.split.len() + 1);
+        for ty in types {
+            let (n, tail) = rest.split_once(':').ok_or_else(bad)?;
+            let n: usize = n.parse().map_err(|_| bad())?;
+            let end = tail.char_indices().nth(n).map_or(tail.len(), |(i, _)| i);
+            if tail[..end].chars().count() != n {
+                return Err(bad());
+            }
+            parts.push(parse_key(ty, &tail[..end])?);
+            rest = &tail[end..];
+        }
+        if !rest.is_empty() {
+            return Err(bad());
+        }
+        Id::tuple(parts).map_err(|_| bad())
     }
 
     /// A parent key (a parent row's `o_id`) handed back as text.
@@ -257,7 +300,104 @@ impl B {
                 _ => self.bind(Arg::Text(u.hyphenated().to_string())),
             },
             Id::Text(t) => self.bind(Arg::Text(t.to_string())),
+            // a composite key binds part by part (scope_is); whole, it is refused
+            // before any statement (Spec::check_scope), so this matches no row
+            Id::Tuple(_) => self.bind(Arg::Text(id.to_string())),
         }
+    }
+    /// `parent = ? [AND split = ? ...]`: the rows of the collection `scope`, in the
+    /// columns of the table `alias` when given. A value with another number of parts
+    /// than the table's scope columns matches nothing.
+    fn scope_is(&mut self, spec: &Spec, alias: Option<&str>, scope: Id) -> &mut Self {
+        if spec.is_global() {
+            // one list: every row (Spec::check_scope refused any other value)
+            return self.s("1 = 1");
+        }
+        if spec.split_by.is_empty() {
+            if let Some(a) = alias {
+                self.s(a).s(".");
+            }
+            return self.id(spec.parent).s(" = ").scope(spec, scope);
+        }
+        if scope.parts().count() != spec.split_by.len() + 1 {
+            return self.s("1 = 0");
+        }
+        self.s("(");
+        for (i, ((col, ty), part)) in spec.scope_columns().zip(scope.parts()).enumerate() {
+            if i > 0 {
+                self.s(" AND ");
+            }
+            if let Some(a) = alias {
+                self.s(a).s(".");
+            }
+            self.id(col).s(" = ").key(ty, part);
+        }
+        self.s(")")
+    }
+    /// `parent = ?[, split = ? ...], `: the assignments that put a row in `scope`, each
+    /// followed by a comma (none for a global list).
+    fn scope_set(&mut self, spec: &Spec, scope: Id) -> &mut Self {
+        if spec.is_global() {
+            return self;
+        }
+        if spec.split_by.is_empty() {
+            return self.id(spec.parent).s(" = ").scope(spec, scope).s(", ");
+        }
+        self.scope_set_parts(spec, scope).s(", ")
+    }
+    fn scope_set_parts(&mut self, spec: &Spec, scope: Id) -> &mut Self {
+        if spec.split_by.is_empty() {
+            return self.id(spec.parent).s(" = ").scope(spec, scope);
+        }
+        let mut parts = scope.parts();
+        for (i, (col, ty)) in spec.scope_columns().enumerate() {
+            if i > 0 {
+                self.s(", ");
+            }
+            self.id(col).s(" = ");
+            match parts.next() {
+                Some(part) => self.key(ty, part),
+                // refused before any statement (Spec::check_scope)
+                None => self.s("NULL"),
+            };
+        }
+        self
+    }
+    /// A row's collection as a statement hands it back, `o_parent`: the scope column,
+    /// or for a table split by more scope columns every one of them in one text, each
+    /// as its length in characters, `:`, and its text (`36:<uuid>4:todo`), which
+    /// [`Wire::row`] takes apart. NULL when the row is (a `LEFT JOIN`'s missing row).
+    fn scope_out(&mut self, spec: &Spec, text: bool, alias: Option<&str>) -> &mut Self {
+        let col = |b: &mut B, ident: &str| {
+            if let Some(a) = alias {
+                b.s(a).s(".");
+            }
+            b.id(ident);
+        };
+        if spec.is_global() {
+            // a global list's rows all belong to Id::GLOBAL (Wire::row)
+            return self.cast_text(|b| {
+                b.s("''");
+            });
+        }
+        if spec.split_by.is_empty() {
+            return self.out_key(text, spec.parent_type, |b| col(b, spec.parent));
+        }
+        let mysql = self.d == Dialect::Mysql;
+        self.s(if mysql { "CONCAT(" } else { "(" });
+        for (i, (name, ty)) in spec.scope_columns().enumerate() {
+            if i > 0 {
+                self.s(if mysql { ", " } else { " || " });
+            }
+            self.s(match self.d {
+                Dialect::Sqlite => "LENGTH(",
+                _ => "CHAR_LENGTH(",
+            });
+            self.out_key(true, ty, |b| col(b, name));
+            self.s(if mysql { "), ':', " } else { ") || ':' || " });
+            self.out_key(true, ty, |b| col(b, name));
+        }
+        self.s(")")
     }
     /// An item id of `spec`'s table.
     fn item(&mut self, spec: &Spec, id: Id) -> &mut Self {
@@ -342,7 +482,7 @@ fn item_columns_of(b: &mut B, spec: &Spec, alias: Option<&str>) {
     let text = spec.text_wire();
     b.out_key(text, spec.id_type, |b| col(b, spec.id))
         .s(" AS o_id, ")
-        .out_key(text, spec.parent_type, |b| col(b, spec.parent))
+        .scope_out(spec, text, alias)
         .s(" AS o_parent, ");
     if text && !is_key(spec) {
         b.cast_text(|b| col(b, spec.position));
@@ -372,9 +512,79 @@ fn item_columns_of(b: &mut B, spec: &Spec, alias: Option<&str>) {
 /// - MySQL: a locking read (`FOR UPDATE` reads the latest committed row), then the bump.
 /// - SQLite: the transaction is `BEGIN IMMEDIATE`; a read, then the bump.
 pub fn lock_parent(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Vec<Statement> {
+    if spec.locks_rows() {
+        return lock_row(d, spec, parent);
+    }
     let mut out = vec![lock(d, spec, LockTarget::Parent(parent), bump)];
     out.extend(bump_after_lock(d, spec, parent, bump));
     out
+}
+
+/// The lock of a collection of a table with no parent table ([`Spec::locks_rows`]): an
+/// upsert of its row in the lock table that takes the row lock and bumps the version
+/// (creating the row, at version 1, on the collection's first write), then the version
+/// as it was before, one row `o_count` ([`Returns::Count`]): from the upsert itself on
+/// PostgreSQL and SQLite (`RETURNING`), from a read of the locked row on MySQL.
+fn lock_row(d: Dialect, spec: &Spec, scope: Id) -> Vec<Statement> {
+    let key = |b: &mut B| {
+        b.bind(Arg::Text(spec.table.to_owned()))
+            .s(", ")
+            .bind(Arg::Text(spec.lock_name(scope)));
+    };
+    let t = crate::spec::LOCK_TABLE;
+    let mut b = B::new(d);
+    b.s("INSERT INTO ")
+        .id(t)
+        .s(" (")
+        .id("table_name")
+        .s(", ")
+        .id("scope_key")
+        .s(", ")
+        .id("version")
+        .s(") VALUES (");
+    key(&mut b);
+    b.s(", 1)");
+    match d {
+        Dialect::Mysql => {
+            b.s(" ON DUPLICATE KEY UPDATE ")
+                .id("version")
+                .s(" = ")
+                .id("version")
+                .s(" + 1");
+            let mut r = B::new(d);
+            r.s("SELECT CAST(")
+                .id("version")
+                .s(" - 1 AS SIGNED) AS o_count FROM ")
+                .id(t)
+                .s(" WHERE ")
+                .id("table_name")
+                .s(" = ")
+                .bind(Arg::Text(spec.table.to_owned()))
+                .s(" AND ")
+                .id("scope_key")
+                .s(" = ")
+                .bind(Arg::Text(spec.lock_name(scope)));
+            vec![b.done(Returns::Nothing), r.done(Returns::Count)]
+        }
+        _ => {
+            b.s(" ON CONFLICT (")
+                .id("table_name")
+                .s(", ")
+                .id("scope_key")
+                .s(") DO UPDATE SET ")
+                .id("version")
+                .s(" = ")
+                .id(t)
+                .s(".")
+                .id("version")
+                .s(" + 1 RETURNING ")
+                .cast_int(|b| {
+                    b.id("version").s(" - 1");
+                })
+                .s(" AS o_count");
+            vec![b.done(Returns::Count)]
+        }
+    }
 }
 
 /// The first statement of [`lock_parent`] for the parent of the item `item`, found by
@@ -395,7 +605,7 @@ pub fn lock_parent_of(d: Dialect, spec: &Spec, item: Id, bump: bool) -> Statemen
 /// the bump, and without a version column there is nothing to bump).
 pub fn bump_after_lock(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Option<Statement> {
     let v = spec.version?;
-    if !bump || d == Dialect::Postgres {
+    if !bump || d == Dialect::Postgres || spec.locks_rows() {
         return None;
     }
     let mut u = B::new(d);
@@ -590,9 +800,7 @@ pub fn fused(d: Dialect, spec: &Spec, probes: &[Probe], locking: bool) -> Statem
                 up,
                 exclude,
             } => {
-                b.id(spec.parent)
-                    .s(" = ")
-                    .scope(spec, *parent)
+                b.scope_is(spec, None, *parent)
                     .s(" AND ")
                     .id(spec.position)
                     .s(if *up { " < " } else { " > " })
@@ -698,7 +906,7 @@ pub fn read(d: Dialect, spec: &Spec, r: &Read, locking: bool) -> Statement {
 }
 
 fn range(b: &mut B, spec: &Spec, r: &RangeRead) {
-    b.id(spec.parent).s(" = ").scope(spec, r.parent);
+    b.scope_is(spec, None, r.parent);
     if let Some(p) = &r.above {
         b.s(" AND ").id(spec.position).s(" > ").bind(p.into());
     }
@@ -777,7 +985,26 @@ pub fn probe_key_order(d: Dialect, spec: &Spec, probes: &[&str]) -> Statement {
     b.s("SELECT ");
     zero(&mut b, spec.id_type);
     b.s(" AS o_id, ");
-    zero(&mut b, spec.parent_type);
+    if spec.is_global() {
+        b.cast_text(|b| {
+            b.s("''");
+        });
+    } else if spec.split_by.is_empty() {
+        zero(&mut b, spec.parent_type);
+    } else {
+        // every scope value as Wire::row reads them
+        let mut v = String::new();
+        for (_, ty) in spec.scope_columns() {
+            v.push_str(match ty {
+                KeyType::Int => "1:0",
+                KeyType::Uuid | KeyType::UuidText => "36:00000000-0000-0000-0000-000000000000",
+                KeyType::Text => "0:",
+            });
+        }
+        b.cast_text(|b| {
+            b.s("'").s(&v).s("'");
+        });
+    }
     b.s(" AS o_parent, ");
     if d == Dialect::Mysql {
         b.s("CAST(o_p AS CHAR)");
@@ -808,15 +1035,38 @@ pub fn list_versioned(d: Dialect, spec: &Spec, parent: Id) -> Statement {
         b.s(alias).s(".").id(ident);
     };
     b.s("SELECT ");
-    b.cast_int(|b| match spec.version {
-        Some(v) => col(b, "o_p", v),
-        None => {
-            b.s("0");
-        }
-    })
-    .s(" AS o_version, ");
+    if spec.locks_rows() {
+        // the lock row, if the collection was ever written; else version 0
+        b.cast_int(|b| {
+            b.s("COALESCE((SELECT ")
+                .id("version")
+                .s(" FROM ")
+                .id(crate::spec::LOCK_TABLE)
+                .s(" WHERE ")
+                .id("table_name")
+                .s(" = ")
+                .bind(Arg::Text(spec.table.to_owned()))
+                .s(" AND ")
+                .id("scope_key")
+                .s(" = ")
+                .bind(Arg::Text(spec.lock_name(parent)))
+                .s("), 0)");
+        });
+    } else {
+        b.cast_int(|b| match spec.version {
+            Some(v) => col(b, "o_p", v),
+            None => {
+                b.s("0");
+            }
+        });
+    }
+    b.s(" AS o_version, ");
     item_columns_of(&mut b, spec, Some("o_i"));
-    b.s(" FROM ").id(spec.parent_table).s(" o_p LEFT JOIN ");
+    if spec.locks_rows() {
+        b.s(" FROM (SELECT 1 AS o_one) o_p LEFT JOIN ");
+    } else {
+        b.s(" FROM ").id(spec.parent_table).s(" o_p LEFT JOIN ");
+    }
     match spec.filter {
         // the filter names the items' own columns: apply it inside
         Some(f) => {
@@ -831,12 +1081,22 @@ pub fn list_versioned(d: Dialect, spec: &Spec, parent: Id) -> Statement {
         }
     }
     b.s(" o_i ON ");
-    col(&mut b, "o_i", spec.parent);
-    b.s(" = ");
-    col(&mut b, "o_p", spec.parent_id);
-    b.s(" WHERE ");
-    col(&mut b, "o_p", spec.parent_id);
-    b.s(" = ").scope(spec, parent).s(" ORDER BY ");
+    if spec.locks_rows() {
+        b.scope_is(spec, Some("o_i"), parent).s(" ORDER BY ");
+    } else {
+        col(&mut b, "o_i", spec.parent);
+        b.s(" = ");
+        col(&mut b, "o_p", spec.parent_id);
+        // a table split by more scope columns: the list's own rows of the parent's
+        if !spec.split_by.is_empty() {
+            b.s(" AND ").scope_is(spec, Some("o_i"), parent);
+        }
+        b.s(" WHERE ");
+        col(&mut b, "o_p", spec.parent_id);
+        b.s(" = ")
+            .scope(spec, spec.lock_key(parent))
+            .s(" ORDER BY ");
+    }
     col(&mut b, "o_i", spec.position);
     b.s(", ");
     col(&mut b, "o_i", spec.id);
@@ -853,10 +1113,13 @@ pub fn list_versioned(d: Dialect, spec: &Spec, parent: Id) -> Statement {
 ///   (SQLite: a CHECK in the table's definition that mentions it, read from its text).
 pub fn schema_probe(d: Dialect, spec: &Spec) -> Statement {
     let mut b = B::new(d);
+    // the scope columns and the position: a unique index on exactly these
+    let n = spec.scope_columns().count() + 1;
     let cols = |b: &mut B| {
-        b.bind(Arg::Text(spec.parent.to_owned()))
-            .s(", ")
-            .bind(Arg::Text(spec.position.to_owned()));
+        for (name, _) in spec.scope_columns() {
+            b.bind(Arg::Text(name.to_owned())).s(", ");
+        }
+        b.bind(Arg::Text(spec.position.to_owned()));
     };
     let table = || Arg::Text(spec.table.to_owned());
     let position = || Arg::Text(spec.position.to_owned());
@@ -866,12 +1129,16 @@ pub fn schema_probe(d: Dialect, spec: &Spec) -> Statement {
                  FROM pg_index i LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.contype = 'u' \
                  WHERE i.indrelid = to_regclass(quote_ident(")
                 .bind(table())
-                .s(")) AND i.indisunique AND i.indpred IS NULL AND i.indnatts = 2 \
-                   AND (SELECT COUNT(*) FROM pg_attribute a WHERE a.attrelid = i.indrelid \
-                   AND a.attnum = ANY(i.indkey) AND a.attname IN (");
-            cols(&mut b);
+                .s(")) AND i.indisunique AND i.indpred IS NULL AND i.indnatts = ");
+            let _ = write!(b.sql, "{n}");
             b.s(
-                ")) = 2) + CASE WHEN EXISTS (SELECT 1 FROM pg_constraint k JOIN pg_attribute a \
+                " AND (SELECT COUNT(*) FROM pg_attribute a WHERE a.attrelid = i.indrelid \
+                   AND a.attnum = ANY(i.indkey) AND a.attname IN (",
+            );
+            cols(&mut b);
+            let _ = write!(b.sql, ")) = {n}");
+            b.s(
+                ") + CASE WHEN EXISTS (SELECT 1 FROM pg_constraint k JOIN pg_attribute a \
                  ON a.attrelid = k.conrelid AND a.attnum = ANY(k.conkey) \
                  WHERE k.conrelid = to_regclass(quote_ident(",
             )
@@ -886,9 +1153,12 @@ pub fn schema_probe(d: Dialect, spec: &Spec) -> Statement {
             b.s("SELECT CAST((SELECT 2 * COUNT(*) FROM (SELECT INDEX_NAME \
                  FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ")
                 .bind(table())
-                .s(" AND NON_UNIQUE = 0 GROUP BY INDEX_NAME HAVING COUNT(*) = 2 AND SUM(COLUMN_NAME IN (");
+                .s(" AND NON_UNIQUE = 0 GROUP BY INDEX_NAME HAVING COUNT(*) = ");
+            let _ = write!(b.sql, "{n}");
+            b.s(" AND SUM(COLUMN_NAME IN (");
             cols(&mut b);
-            b.s(")) = 2 LIMIT 1) o_u) + CASE WHEN EXISTS (SELECT 1 \
+            let _ = write!(b.sql, ")) = {n}");
+            b.s(" LIMIT 1) o_u) + CASE WHEN EXISTS (SELECT 1 \
                  FROM information_schema.TABLE_CONSTRAINTS tc JOIN information_schema.CHECK_CONSTRAINTS cc \
                  ON cc.CONSTRAINT_SCHEMA = tc.CONSTRAINT_SCHEMA AND cc.CONSTRAINT_NAME = tc.CONSTRAINT_NAME \
                  WHERE tc.TABLE_SCHEMA = DATABASE() AND tc.TABLE_NAME = ")
@@ -903,11 +1173,13 @@ pub fn schema_probe(d: Dialect, spec: &Spec) -> Statement {
             b.s("SELECT (SELECT 2 * COUNT(*) FROM (SELECT l.name FROM pragma_index_list(")
                 .bind(table())
                 .s(") l WHERE l.\"unique\" = 1 AND l.partial = 0 \
-                   AND (SELECT COUNT(*) FROM pragma_index_info(l.name)) = 2 \
-                   AND (SELECT COUNT(*) FROM pragma_index_info(l.name) WHERE name IN (");
+                   AND (SELECT COUNT(*) FROM pragma_index_info(l.name)) = ");
+            let _ = write!(b.sql, "{n}");
+            b.s(" AND (SELECT COUNT(*) FROM pragma_index_info(l.name) WHERE name IN (");
             cols(&mut b);
+            let _ = write!(b.sql, ")) = {n}");
             b.s(
-                ")) = 2 LIMIT 1)) + CASE WHEN EXISTS (SELECT 1 FROM sqlite_master \
+                " LIMIT 1)) + CASE WHEN EXISTS (SELECT 1 FROM sqlite_master \
                  WHERE type = 'table' AND name = ",
             )
             .bind(table())
@@ -954,9 +1226,7 @@ fn slot_filter(b: &mut B, spec: &Spec, parent: Id, op: &str, position: &Position
     b.s(" FROM ")
         .id(spec.table)
         .s(" WHERE ")
-        .id(spec.parent)
-        .s(" = ")
-        .scope(spec, parent)
+        .scope_is(spec, None, parent)
         .s(" AND ")
         .id(spec.position)
         .s(op)
@@ -975,10 +1245,7 @@ pub fn write(d: Dialect, spec: &Spec, w: &Write) -> Vec<Statement> {
             b.s("UPDATE ")
                 .id(spec.table)
                 .s(" SET ")
-                .id(spec.parent)
-                .s(" = ")
-                .scope(spec, *parent)
-                .s(", ")
+                .scope_set(spec, *parent)
                 .id(spec.position)
                 .s(" = ")
                 .bind(position.into())
@@ -1040,9 +1307,7 @@ fn renumber(
             .s(") AS o_rn FROM ")
             .id(spec.table)
             .s(" WHERE ")
-            .id(spec.parent)
-            .s(" = ")
-            .scope(spec, parent)
+            .scope_is(spec, None, parent)
             .s(" AND ")
             .id(spec.position)
             .s(" > ")
@@ -1120,9 +1385,7 @@ fn unpark_negated(d: Dialect, spec: &Spec, parent: Id) -> Statement {
         .s(" = -")
         .id(spec.position)
         .s(" WHERE ")
-        .id(spec.parent)
-        .s(" = ")
-        .scope(spec, parent)
+        .scope_is(spec, None, parent)
         .s(" AND ")
         .id(spec.position)
         .s(" < 0 AND ")
@@ -1135,9 +1398,7 @@ fn unpark_negated(d: Dialect, spec: &Spec, parent: Id) -> Statement {
 fn shift(d: Dialect, spec: &Spec, parent: Id, from: i64, to: i64, delta: i64) -> Vec<Statement> {
     let range = |b: &mut B| {
         b.s(" WHERE ")
-            .id(spec.parent)
-            .s(" = ")
-            .scope(spec, parent)
+            .scope_is(spec, None, parent)
             .s(" AND ")
             .id(spec.position)
             .s(" >= ")
@@ -1171,9 +1432,7 @@ fn shift(d: Dialect, spec: &Spec, parent: Id, from: i64, to: i64, delta: i64) ->
                 .s(" = -")
                 .id(spec.position)
                 .s(" - 1 WHERE ")
-                .id(spec.parent)
-                .s(" = ")
-                .scope(spec, parent)
+                .scope_is(spec, None, parent)
                 .s(" AND ")
                 .id(spec.position)
                 .s(" < 0 AND ")
@@ -1233,9 +1492,7 @@ fn assign(d: Dialect, spec: &Spec, parent: Id, rows: &[(Id, Position)]) -> Vec<S
                 b.s("-").id(spec.position).s(" - 1");
             }
             b.s(" WHERE ")
-                .id(spec.parent)
-                .s(" = ")
-                .scope(spec, parent)
+                .scope_is(spec, None, parent)
                 .s(" AND ")
                 .id(spec.id)
                 .s(" IN ");
@@ -1266,9 +1523,7 @@ fn assign(d: Dialect, spec: &Spec, parent: Id, rows: &[(Id, Position)]) -> Vec<S
             }
         }
         b.s(" END WHERE ")
-            .id(spec.parent)
-            .s(" = ")
-            .scope(spec, parent)
+            .scope_is(spec, None, parent)
             .s(" AND ")
             .id(spec.id)
             .s(" IN ");

@@ -49,7 +49,12 @@ pub fn check_schema(d: crate::Dialect, spec: &Spec, probe: i64) -> Result<(), Er
 /// position is explained by).
 pub fn check_unique(d: crate::Dialect, spec: &Spec, probe: i64) -> Result<(), Error> {
     let name = spec.unique_name();
-    let cols = format!("({}, {})", spec.parent, spec.position);
+    let cols: Vec<&str> = spec
+        .scope_columns()
+        .map(|(c, _)| c)
+        .chain([spec.position])
+        .collect();
+    let cols = format!("({})", cols.join(", "));
     match probe & 3 {
         2.. => Ok(()),
         1 => Err(Error::SchemaMismatch {

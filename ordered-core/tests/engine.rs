@@ -19,6 +19,7 @@ const SPEC: Spec = Spec {
     parent_id: "id",
     id_type: ordered_core::KeyType::Int,
     parent_type: ordered_core::KeyType::Int,
+    split_by: &[],
     filter: None,
     version: Some("version"),
     unique: None,

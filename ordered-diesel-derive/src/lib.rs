@@ -4,6 +4,7 @@
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{quote, quote_spanned};
+use syn::parse::Parse as _;
 use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, Ident, LitInt, LitStr, Path, Type};
 
@@ -50,7 +51,8 @@ struct Val<T> {
 struct Attrs {
     table: Option<Path>,
     table_name: Option<Val<LitStr>>,
-    scope: Option<Val<Ident>>,
+    /// The scope column, or `(parent column, further columns...)`.
+    scope: Option<Val<Vec<Ident>>>,
     parent: Option<Val<Path>>,
     parent_key: Option<Val<Ident>>,
     position: Option<Val<Ident>>,
@@ -122,13 +124,41 @@ fn parse(ast: &DeriveInput) -> syn::Result<Attrs> {
             };
             let value = || meta.value().map_err(help);
             match key.to_string().as_str() {
-                "scope" => set(
-                    &mut a.scope,
-                    &key,
-                    value()?
-                        .parse()
-                        .map_err(|e| bad(&key, "a column name", e))?,
-                ),
+                "scope" => {
+                    let input = value()?;
+                    let columns = if input.peek(syn::token::Paren) {
+                        // `scope = (board_id, status)`: a list per several columns
+                        let content;
+                        syn::parenthesized!(content in input);
+                        let list = content
+                            .parse_terminated(Ident::parse, syn::Token![,])
+                            .map_err(|e| bad(&key, "a column name or a tuple of them", e))?;
+                        list.into_iter().collect::<Vec<_>>()
+                    } else {
+                        vec![
+                            input
+                                .parse()
+                                .map_err(|e| bad(&key, "a column name or a tuple of them", e))?,
+                        ]
+                    };
+                    if columns.is_empty() {
+                        return Err(syn::Error::new(
+                            key.span(),
+                            format!("`scope` names at least one column; {FORMAT}"),
+                        ));
+                    }
+                    if let Some(dup) = columns
+                        .iter()
+                        .enumerate()
+                        .find_map(|(i, c)| columns[..i].contains(c).then_some(c))
+                    {
+                        return Err(syn::Error::new(
+                            dup.span(),
+                            format!("`{dup}` is named twice in `scope`"),
+                        ));
+                    }
+                    set(&mut a.scope, &key, columns)
+                }
                 "parent" => set(
                     &mut a.parent,
                     &key,
@@ -237,16 +267,6 @@ fn bad(key: &Ident, what: &str, e: syn::Error) -> syn::Error {
     err
 }
 
-fn require<T>(v: &Option<Val<T>>, name: &str, ast: &DeriveInput) -> syn::Result<()> {
-    if v.is_none() {
-        return Err(syn::Error::new(
-            ast.ident.span(),
-            format!("#[ordered(...)] is missing `{name}`; {FORMAT}"),
-        ));
-    }
-    Ok(())
-}
-
 fn last_ident(p: &Path) -> String {
     p.segments
         .last()
@@ -255,8 +275,30 @@ fn last_ident(p: &Path) -> String {
 }
 
 fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
-    require(&a.scope, "scope", ast)?;
-    require(&a.parent, "parent", ast)?;
+    // no `parent`: the lock table stands in for it; no `scope` either: one global list
+    if a.scope.is_none()
+        && let Some(p) = &a.parent
+    {
+        return Err(syn::Error::new(
+            p.key.span(),
+            "a table with a parent table needs `scope`, the column that names the parent row; leave both out for one global list",
+        ));
+    }
+    if a.parent.is_none() {
+        for (v, name) in [
+            (a.parent_key.as_ref().map(|v| &v.key), "parent_key"),
+            (a.version.as_ref().map(|v| &v.key), "version"),
+        ] {
+            if let Some(k) = v {
+                return Err(syn::Error::new(
+                    k.span(),
+                    format!(
+                        "`{name}` names a column of the parent table; without `parent` the collections are locked and versioned in the lock table (`ordered_locks`)"
+                    ),
+                ));
+            }
+        }
+    }
     let name = &ast.ident;
     let table: Path = match &a.table {
         Some(t) => t.clone(),
@@ -289,31 +331,45 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
         || Ident::new("position", Span::call_site()),
         |v| v.value.clone(),
     );
-    let scope = a
+    let scopes = a
         .scope
         .as_ref()
         .map(|v| v.value.clone())
-        .ok_or_else(|| syn::Error::new(name.span(), "missing scope"))?;
-    let parent = a
-        .parent
-        .as_ref()
-        .map(|v| v.value.clone())
-        .ok_or_else(|| syn::Error::new(name.span(), "missing parent"))?;
+        .unwrap_or_default();
+    let global = scopes.is_empty();
+    // the first scope column names the parent row; the others split its lists
+    let scope = scopes
+        .first()
+        .cloned()
+        .unwrap_or_else(|| Ident::new("id", Span::call_site()));
+    let split = if global { &[][..] } else { &scopes[1..] };
+    let parent = a.parent.as_ref().map(|v| v.value.clone());
     let parent_key = a
         .parent_key
         .as_ref()
         .map_or_else(|| Ident::new("id", Span::call_site()), |v| v.value.clone());
-    let parent_sql = last_ident(&parent);
     let id_col = col(&id_ident);
-    let scope_col = col(&scope);
+    let scope_col = if global { quote!("") } else { col(&scope) };
     let pos_col = col(&pos_ident);
-    let pk_col = quote_spanned!(parent_key.span()=> <#parent::#parent_key as ::ordered_diesel::__private::diesel::Column>::NAME);
-    let version = match &a.version {
-        Some(v) => {
-            let c = &v.value;
-            quote_spanned!(c.span()=> ::core::option::Option::Some(<#parent::#c as ::ordered_diesel::__private::diesel::Column>::NAME))
+    let (parent_sql, pk_col, version) = match &parent {
+        Some(parent) => {
+            let parent_sql = last_ident(parent);
+            let pk_col = quote_spanned!(parent_key.span()=> <#parent::#parent_key as ::ordered_diesel::__private::diesel::Column>::NAME);
+            let version = match &a.version {
+                Some(v) => {
+                    let c = &v.value;
+                    quote_spanned!(c.span()=> ::core::option::Option::Some(<#parent::#c as ::ordered_diesel::__private::diesel::Column>::NAME))
+                }
+                None => quote!(::core::option::Option::None),
+            };
+            (quote!(#parent_sql), pk_col, version)
         }
-        None => quote!(::core::option::Option::None),
+        // the lock table's row per collection holds the lock and the version
+        None => (
+            quote!(::ordered_diesel::__private::LOCK_TABLE),
+            quote!("scope_key"),
+            quote!(::core::option::Option::Some("version")),
+        ),
     };
     let filter = match &a.filter {
         Some(v) => {
@@ -425,14 +481,16 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
     let sql_type = |t: &Path, c: &Ident| quote_spanned!(c.span()=> <#t::#c as ::ordered_diesel::__private::diesel::Expression>::SqlType);
     let id_st = sql_type(&table, &id_ident);
     let scope_st = sql_type(&table, &scope);
-    let pk_st = sql_type(&parent, &parent_key);
+    let split_st: Vec<TokenStream2> = split.iter().map(|c| sql_type(&table, c)).collect();
     let mut checks = Vec::new();
     if let Data::Struct(s) = &ast.data {
         for f in &s.fields {
             let st = if f.ident.as_ref() == Some(&id_ident) {
                 &id_st
-            } else if f.ident.as_ref() == Some(&scope) {
+            } else if !global && f.ident.as_ref() == Some(&scope) {
                 &scope_st
+            } else if let Some(i) = split.iter().position(|c| f.ident.as_ref() == Some(c)) {
+                &split_st[i]
             } else {
                 continue;
             };
@@ -440,10 +498,26 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
             checks.push(quote_spanned!(ty.span()=> key_field::<<#ty as ::ordered_diesel::KeyField>::Sql, #st>();));
         }
     }
-    let same_key = quote_spanned!(scope.span()=> same_key::<#scope_st, #pk_st>(););
+    // the scope column holds the parent's keys (no parent table: nothing to match)
+    let same_key = match &parent {
+        Some(parent) => {
+            let pk_st = sql_type(parent, &parent_key);
+            quote_spanned!(scope.span()=> same_key::<#scope_st, #pk_st>();)
+        }
+        None => quote!(),
+    };
     let key_type = |st: &TokenStream2, span: Span| quote_spanned!(span=> <#st as ::ordered_diesel::KeyColumn>::TYPE);
     let id_type = key_type(&id_st, id_ident.span());
-    let parent_type = key_type(&scope_st, scope.span());
+    let parent_type = if global {
+        quote!(::ordered_diesel::KeyType::Int)
+    } else {
+        key_type(&scope_st, scope.span())
+    };
+    let split_by = split.iter().zip(&split_st).map(|(c, st)| {
+        let name = col(c);
+        let ty = key_type(st, c.span());
+        quote!(::ordered_diesel::ScopeColumn { name: #name, ty: #ty })
+    });
 
     let (impl_g, ty_g, where_c) = ast.generics.split_for_impl();
     Ok(quote! {
@@ -458,6 +532,7 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
                     parent_id: #pk_col,
                     id_type: #id_type,
                     parent_type: #parent_type,
+                    split_by: &[#(#split_by),*],
                     filter: #filter,
                     version: #version,
                     unique: #unique,

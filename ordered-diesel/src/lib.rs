@@ -127,7 +127,7 @@ pub use ordered_core::sql;
 pub use ordered_core::{
     Dense, Dialect, Fractional, Gapped, Id, Key, KeyType, Listing, MAX_POSITION, MIN_POSITION,
     Ordered, Outcome, Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report,
-    Request, RetryPolicy, Row, Spec,
+    Request, RetryPolicy, Row, ScopeColumn, ScopeKey, Spec,
 };
 
 #[doc(hidden)]
@@ -135,6 +135,7 @@ pub mod __private {
     pub use diesel;
     pub use ordered_core::key::Alphabet;
     pub use ordered_core::position::PARK_POSITION;
+    pub use ordered_core::spec::LOCK_TABLE;
     pub use ordered_core::{Controls, FinalStatement, Reply, Request, Statement};
 
     /// What a derive with errors expands to, so that only the real error is reported.
@@ -147,6 +148,7 @@ pub mod __private {
         parent_id: "",
         id_type: ordered_core::KeyType::Int,
         parent_type: ordered_core::KeyType::Int,
+        split_by: &[],
         filter: None,
         version: None,
         unique: None,

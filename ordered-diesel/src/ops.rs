@@ -55,8 +55,8 @@ impl Slot {
     ///     slot.scope::<i64>()
     /// }
     /// ```
-    pub fn scope<K: ordered_core::Key>(&self) -> QueryResult<K> {
-        K::from_id(self.parent).ok_or_else(|| {
+    pub fn scope<K: ordered_core::ScopeKey>(&self) -> QueryResult<K> {
+        K::from_scope(self.parent).ok_or_else(|| {
             DieselError::SerializationError(
                 format!(
                     "the collection key {} is not of the type asked for",

@@ -196,7 +196,9 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
             }
         })?;
     }
-    let mut scope: Option<(Ident, syn::Type)> = None;
+    // every `#[ordered(scope)]` field, in field order: the first names the parent row,
+    // the others split its lists (cards per `(board_id, status)`)
+    let mut scopes: Vec<(Ident, syn::Type)> = Vec::new();
     let mut position: Option<(Ident, syn::Type)> = None;
     let mut id: Option<(Ident, syn::Type)> = None;
     for f in &fields.named {
@@ -212,7 +214,10 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
                     return Err(meta.error("expected `scope` or `position`"));
                 };
                 match key.to_string().as_str() {
-                    "scope" => once(&mut scope, &key, (column_variant(f)?, f.ty.clone())),
+                    "scope" => {
+                        scopes.push((column_variant(f)?, f.ty.clone()));
+                        Ok(())
+                    }
                     "position" => once(&mut position, &key, (column_variant(f)?, f.ty.clone())),
                     _ => Err(syn::Error::new(
                         key.span(),
@@ -223,9 +228,37 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
         }
     }
     let need = |what: &str| syn::Error::new(ast.ident.span(), format!("missing {what}; {FORMAT}"));
-    let (scope, scope_ty) = scope.ok_or_else(|| need("an `#[ordered(scope)]` field"))?;
+    // no scope field: one global list, locked in the lock table
+    let global = scopes.is_empty();
+    if global && let Some(p) = &c.parent_table {
+        return Err(syn::Error::new(
+            p.span(),
+            "a table with a parent table needs an `#[ordered(scope)]` field, the column that names the parent row; leave `parent_table` out for one global list",
+        ));
+    }
+    let (scope, scope_ty) = scopes
+        .first()
+        .cloned()
+        .unwrap_or_else(|| (Ident::new("Id", Span::call_site()), syn::parse_quote!(i64)));
+    let split = if global { &[][..] } else { &scopes[1..] };
+    let split_n = split.len();
+    let split_cols: Vec<&Ident> = split.iter().map(|(c, _)| c).collect();
+    let split_types: Vec<TokenStream2> = split.iter().map(|(_, ty)| key_type(ty)).collect();
     let (position, pos_ty) = position.ok_or_else(|| need("an `#[ordered(position)]` field"))?;
-    let parent_table = c.parent_table.ok_or_else(|| need("`parent_table`"))?;
+    // no parent table: the lock table's row per collection holds the lock and version
+    if c.parent_table.is_none()
+        && let Some(v) = c.parent_key.as_ref().or(c.version.as_ref())
+    {
+        return Err(syn::Error::new(
+            v.span(),
+            "`parent_key` and `version` name columns of the parent table; without `parent_table` the collections are locked and versioned in the lock table (`ordered_locks`)",
+        ));
+    }
+    let locks_rows = c.parent_table.is_none();
+    let parent_table = c.parent_table.as_ref().map_or_else(
+        || quote!(::ordered_seaorm::__private::LOCK_TABLE),
+        |p| quote!(#p),
+    );
     let (id, id_type) = match id {
         Some((v, ty)) => (v, key_type(&ty)),
         None => (
@@ -234,11 +267,24 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
         ),
     };
     let parent_type = key_type(&scope_ty);
-    let parent_key = c.parent_key.map_or_else(|| quote!("id"), |k| quote!(#k));
-    let version = c.version.map_or_else(
-        || quote!(::core::option::Option::None),
-        |v| quote!(::core::option::Option::Some(#v)),
-    );
+    let parent_key = match (&c.parent_key, locks_rows) {
+        (_, true) => quote!("scope_key"),
+        (Some(k), false) => quote!(#k),
+        (None, false) => quote!("id"),
+    };
+    let version = match (&c.version, locks_rows) {
+        (_, true) => quote!(::core::option::Option::Some("version")),
+        (Some(v), false) => quote!(::core::option::Option::Some(#v)),
+        (None, false) => quote!(::core::option::Option::None),
+    };
+    // a global list has no scope column: the trait's scope column is then the key's,
+    // which insert_model leaves alone (it sets no scope for a global list)
+    let scope_variant = if global { id.clone() } else { scope.clone() };
+    let scope_name = if global {
+        quote!("")
+    } else {
+        quote!(Column::#scope.as_str())
+    };
     let filter = c.filter.map_or_else(
         || quote!(::core::option::Option::None),
         |v| quote!(::core::option::Option::Some(#v)),
@@ -335,15 +381,21 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
             impl ::ordered_seaorm::OrderedEntity for Entity {
                 fn spec() -> ::ordered_seaorm::Spec {
                     const STRATEGY: #strategy_ty = #strategy_expr;
+                    // the further scope columns' names come from the entity's Column
+                    static SPLIT: ::std::sync::OnceLock<[::ordered_seaorm::ScopeColumn; #split_n]> =
+                        ::std::sync::OnceLock::new();
                     ::ordered_seaorm::Spec {
                         table: Entity.table_name(),
                         id: Column::#id.as_str(),
-                        parent: Column::#scope.as_str(),
+                        parent: #scope_name,
                         position: Column::#position.as_str(),
                         parent_table: #parent_table,
                         parent_id: #parent_key,
                         id_type: #id_type,
                         parent_type: #parent_type,
+                        split_by: SPLIT.get_or_init(|| {
+                            [#(::ordered_seaorm::ScopeColumn::new(Column::#split_cols.as_str(), #split_types)),*]
+                        }),
                         filter: #filter,
                         version: #version,
                         unique: #unique,
@@ -352,7 +404,10 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
                     }
                 }
                 fn scope_column() -> Column {
-                    Column::#scope
+                    Column::#scope_variant
+                }
+                fn split_columns() -> ::std::vec::Vec<Column> {
+                    ::std::vec![#(Column::#split_cols),*]
                 }
                 fn position_column() -> Column {
                     Column::#position

@@ -89,7 +89,7 @@ pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
 pub use ordered_core::{
     Dense, Dialect, Fractional, Gapped, Id, Key, KeyType, Listing, MAX_POSITION, MIN_POSITION,
     Outcome, Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report, Request,
-    RetryPolicy, Row, Spec, key, sql,
+    RetryPolicy, Row, ScopeColumn, ScopeKey, Spec, key, sql,
 };
 
 /// A model field type that can hold an ordered table's keys (the primary key and the
@@ -124,8 +124,15 @@ pub trait OrderedEntity: sea_orm::EntityTrait {
     /// The table's ordering description (SQL names from the entity's `Column`s).
     fn spec() -> Spec;
 
-    /// The scope column ([`Ordering::insert_model`] sets it).
+    /// The scope column ([`Ordering::insert_model`] sets it). For a list per several
+    /// columns, the first: the one that names the parent row.
     fn scope_column() -> Self::Column;
+
+    /// The further scope columns of a list per several columns ([`Spec::split_by`]),
+    /// in order; [`Ordering::insert_model`] sets them too.
+    fn split_columns() -> Vec<Self::Column> {
+        Vec::new()
+    }
 
     /// The position column ([`Ordering::insert_model`] sets it).
     fn position_column() -> Self::Column;
@@ -141,6 +148,7 @@ pub mod __private {
     pub use crate::ops::run;
     pub use ordered_core::key::Alphabet;
     pub use ordered_core::migration as core_migration;
+    pub use ordered_core::spec::LOCK_TABLE;
     pub use ordered_core::{Controls, FinalStatement, Reply, Request, Statement};
     pub use sea_orm;
 }

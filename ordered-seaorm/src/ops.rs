@@ -56,8 +56,8 @@ impl Slot {
     /// The collection key as the model's scope type (`i64`, `i32`, `i16`, `Uuid` or
     /// `String`), for the insert's scope field; an error usable with `?` in the insert
     /// closure if the key is of another type.
-    pub fn scope<K: ordered_core::Key>(&self) -> Result<K, DbErr> {
-        K::from_id(self.parent).ok_or_else(|| {
+    pub fn scope<K: ordered_core::ScopeKey>(&self) -> Result<K, DbErr> {
+        K::from_scope(self.parent).ok_or_else(|| {
             DbErr::Type(format!(
                 "the collection key {} is not of the type asked for",
                 self.parent
@@ -827,6 +827,8 @@ pub(crate) fn key_values(id: impl Into<Id>) -> Vec<Value> {
         #[cfg(not(feature = "uuid"))]
         Id::Uuid(u) => vec![Value::from(u.hyphenated().to_string())],
         Id::Text(s) => vec![Value::from(s.as_str())],
+        // a composite key is set column by column (set_slot)
+        Id::Tuple(_) => Vec::new(),
     }
 }
 
@@ -853,11 +855,22 @@ where
     A: ActiveModelTrait,
     A::Entity: OrderedEntity,
 {
-    set_key(
-        row,
-        <A::Entity as OrderedEntity>::scope_column(),
-        slot.parent,
-    )?;
+    let split = <A::Entity as OrderedEntity>::split_columns();
+    if <A::Entity as OrderedEntity>::spec().is_global() {
+        // one list: no scope column to set
+    } else if split.is_empty() {
+        set_key(
+            row,
+            <A::Entity as OrderedEntity>::scope_column(),
+            slot.parent,
+        )?;
+    } else {
+        // a list per several columns: each scope column gets its value
+        let columns = std::iter::once(<A::Entity as OrderedEntity>::scope_column()).chain(split);
+        for (column, part) in columns.zip(slot.parent.parts()) {
+            set_key(row, column, part)?;
+        }
+    }
     let column = <A::Entity as OrderedEntity>::position_column();
     match &slot.position {
         Position::Key(k) => row.try_set(column, k.clone().into()),

@@ -64,6 +64,7 @@ async fn derived_entity_playlist_scenario() {
             parent_id: "id",
             id_type: ordered_core::KeyType::Int,
             parent_type: ordered_core::KeyType::Int,
+            split_by: &[],
             filter: None,
             ..spec
         };

@@ -66,6 +66,7 @@ fn spec(tag: &str, strategy: &'static dyn PositionStrategy) -> Spec {
         parent_id: "id",
         id_type: ordered_core::KeyType::Int,
         parent_type: ordered_core::KeyType::Int,
+        split_by: &[],
         filter: None,
         version: Some("version"),
         unique: None,

@@ -17,6 +17,17 @@ pub struct Schema {
     /// The items have an `archived` column and the lists show the rows where it is 0
     /// (the row filter `archived = 0`).
     pub hidden: bool,
+    /// The items are ordered per `(parent_id, status)`: a list per parent and status
+    /// (the composite scope), locked on the parent row. Collection 1 is `(1, "todo")`,
+    /// 2 is `(1, "done")`, 3 is `(2, "todo")`, any other `n` is `(n, "todo")`.
+    pub split: bool,
+    /// No parent table: the collections are locked and versioned in the lock table,
+    /// and any scope value names one (collection 3 is never written before the script
+    /// moves into it).
+    pub no_parent: bool,
+    /// One global list: no scope column, no parent table; every collection number
+    /// names [`Id::GLOBAL`].
+    pub global: bool,
 }
 
 impl Schema {
@@ -27,6 +38,9 @@ impl Schema {
         parent: KeyType::Int,
         int32: false,
         hidden: false,
+        split: false,
+        no_parent: false,
+        global: false,
     };
     /// `BIGINT` keys, fractional-key positions.
     pub const KEYS: Schema = Schema {
@@ -34,9 +48,35 @@ impl Schema {
         ..Schema::INTS
     };
 
-    /// The key of collection number `p` (1, 2, or a missing one).
+    /// The key of collection number `p` (1, 2, or a missing one; 3 too when split).
     pub fn parent(&self, p: i64) -> Id {
-        key(self.parent, p.unsigned_abs(), "list")
+        if self.global {
+            return Id::GLOBAL;
+        }
+        if !self.split {
+            return key(self.parent, p.unsigned_abs(), "list");
+        }
+        let (board, status) = match p {
+            1 => (1, "todo"),
+            2 => (1, "done"),
+            3 => (2, "todo"),
+            n => (n.unsigned_abs(), "todo"),
+        };
+        let status = Id::text(status).unwrap_or(Id::Int(0));
+        Id::from((key(self.parent, board, "list"), status))
+    }
+
+    /// The collections the scripts use (what the final lists and `verify` cover).
+    pub fn collections(&self) -> Vec<i64> {
+        if self.global {
+            vec![1]
+        } else if self.no_parent {
+            vec![1, 2, 3, 77]
+        } else if self.split {
+            vec![1, 2, 3]
+        } else {
+            vec![1, 2]
+        }
     }
 
     /// The key the application chooses for the `n`th item created, or `None` when the
@@ -54,6 +94,16 @@ impl Schema {
         match self.id {
             KeyType::Int => Id::text("not-a-number").unwrap_or(Id::Int(0)),
             _ => Id::Int(5),
+        }
+    }
+
+    /// A collection value of the wrong shape: a parent key alone for a table split by
+    /// more scope columns, a key for a global list.
+    pub fn wrong_scope(&self) -> Id {
+        if self.global {
+            Id::Int(1)
+        } else {
+            self.parent(1).first()
         }
     }
 
@@ -102,6 +152,9 @@ pub enum Step {
     Archive(usize),
     /// Move an item one place up, as the list shows it.
     MoveUp(usize),
+    /// Move an item to a collection value of the wrong shape ([`Schema::wrong_scope`]):
+    /// refused with `WrongScope`.
+    MoveToWrongScope(usize),
 }
 
 /// A placement whose anchors are creation indexes (`999` names an item that does not
@@ -175,7 +228,86 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
         Rebalance(1),
     ];
     let ints = Schema::INTS;
+    let board = vec![
+        Insert(1, Last),
+        Insert(1, Last),
+        Insert(1, Last),    // (b1, todo): 0 1 2
+        Insert(2, Last),    // (b1, done): 3
+        Insert(3, Last),    // (b2, todo): 4
+        Move(2, Before(0)), // 2 0 1
+        Insert(1, After(2)),
+        Insert(1, After(2)),
+        Insert(1, After(2)), // the tight gap is full: a relabel of (b1, todo) only
+        MoveTo(0, 2, Before(3)), // 9: to the other list of its board, one lock
+        MoveTo(3, 3, After(4)), // 10: to the other board, both locked
+        MoveTo(4, 1, First), // 11: back from the other board
+        Move(1, After(0)),   // 12: the anchor is in another list of the board
+        Move(1, Between(Some(2), Some(6))), // stale: not adjacent (7 is between)
+        MoveExpecting(1, Last, 1), // stale version (the board's)
+        Insert(77, Last),    // missing parent
+        MoveToWrongScope(1), // the board alone names no list
+        Swap(1, 2),
+        Reorder(2, vec![0]),
+        Remove(5),
+        Rebalance(1),
+        Insert(2, Between(None, Some(0))),
+    ];
+    let without_parent = vec![
+        Insert(1, Last),
+        Insert(1, Last),
+        Insert(1, Last),
+        Insert(2, Last),
+        Move(2, Before(0)),
+        Insert(1, After(2)),
+        Insert(1, After(2)),
+        Insert(1, After(2)),       // the tight gap is full: a relabel
+        MoveTo(0, 2, First),       // 8: both lock rows
+        Insert(3, Last),           // 9: a collection never written: its lock row is made
+        MoveTo(3, 3, First),       // 10
+        Move(1, After(0)),         // 11: the anchor is in another collection
+        MoveExpecting(1, Last, 1), // 12: stale version
+        Swap(1, 2),
+        Reorder(2, vec![0]),
+        Remove(5),
+        Rebalance(1),
+        Insert(77, Last), // 17: any value names a collection: nothing is "not found"
+    ];
+    let global = vec![
+        Insert(1, Last),
+        Insert(1, Last),
+        Insert(1, Last),
+        Move(2, Before(0)),
+        Insert(1, Between(Some(2), Some(0))),
+        Insert(1, After(2)),
+        Insert(1, After(2)),
+        Insert(1, After(2)),                // a relabel of the whole table's list
+        Swap(0, 1),                         // 2 6 5 4 3 1 0
+        Move(1, Between(Some(2), Some(5))), // 9: stale (6 is between)
+        MoveExpecting(1, Last, 1),          // 10: stale version
+        Move(0, After(999)),                // 11: missing anchor
+        MoveToWrongScope(0),                // 12: a key names no collection here
+        Reorder(1, vec![0, 1, 2, 3, 4, 5, 6]),
+        Remove(3),
+        MoveUp(5), // 0 1 2 5 4 6
+        Rebalance(1),
+    ];
     vec![
+        (
+            "scope_without_parent",
+            Schema {
+                no_parent: true,
+                ..ints
+            },
+            without_parent,
+        ),
+        (
+            "global_list",
+            Schema {
+                global: true,
+                ..ints
+            },
+            global,
+        ),
         (
             "playlist",
             ints,
@@ -249,6 +381,16 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
                 ..ints
             },
             keyed,
+        ),
+        (
+            "composite_scope",
+            Schema {
+                id: KeyType::Uuid,
+                parent: KeyType::Uuid,
+                split: true,
+                ..ints
+            },
+            board,
         ),
         (
             "hidden_rows",

@@ -8,11 +8,13 @@ use ordered_conformance::{Schema, Step, scripts};
 use ordered_core::migration::{create_parent_table, create_table};
 use ordered_core::{
     Changes, Dialect, Fractional, Gapped, Id, KeyType, Position, PositionStrategy, RebalancePolicy,
-    Reply, Request, Returns, Row, Spec, Statement, Wire, sql,
+    Reply, Request, Returns, Row, ScopeColumn, Spec, Statement, Wire, sql,
 };
 use sea_orm::{ConnectionTrait, Database};
 
 static TIGHT: Gapped = Gapped::new(4);
+/// The further scope column of the split scripts: lists per `(parent_id, status)`.
+static STATUS: [ScopeColumn; 1] = [ScopeColumn::text("status")];
 static SHORT_KEYS: Fractional = Fractional::new(ordered_core::key::Alphabet::BASE62, 10);
 
 /// What one step returned: the item's final position and the changes it reported, or
@@ -105,7 +107,7 @@ fn leak(s: String) -> &'static str {
 
 fn spec(script: &str, orm: &str, schema: Schema) -> Spec {
     let strategy: &'static dyn PositionStrategy = if schema.keys { &SHORT_KEYS } else { &TIGHT };
-    Spec {
+    let s = Spec {
         table: leak(format!("k_{script}_{orm}_i")),
         id: "id",
         parent: "parent_id",
@@ -114,12 +116,28 @@ fn spec(script: &str, orm: &str, schema: Schema) -> Spec {
         parent_id: "id",
         id_type: schema.id,
         parent_type: schema.parent,
+        split_by: if schema.split { &STATUS } else { &[] },
         filter: schema.hidden.then_some("archived = 0"),
         version: Some("version"),
         unique: None,
         strategy,
         policy: RebalancePolicy::Window,
+    };
+    if schema.no_parent || schema.global {
+        let base = if schema.global {
+            Spec::global(s.table)
+        } else {
+            Spec::without_parent(s.table, s.parent)
+        };
+        return Spec {
+            id_type: s.id_type,
+            parent_type: s.parent_type,
+            filter: s.filter,
+            strategy,
+            ..base
+        };
     }
+    s
 }
 
 /// A key as an SQL literal, for the parent rows the DDL inserts.
@@ -135,11 +153,20 @@ fn key_literal(d: Dialect, id: Id, ty: KeyType) -> String {
 
 fn ddl(d: Dialect, s: &Spec, schema: Schema) -> Vec<String> {
     let q = |x: &str| sql::quote(d, x);
-    let mut out = vec![
-        format!("DROP TABLE IF EXISTS {}", q(s.table)),
-        format!("DROP TABLE IF EXISTS {}", q(s.parent_table)),
-    ];
-    out.extend(create_parent_table(d, s, &[]).up);
+    let mut out = vec![format!("DROP TABLE IF EXISTS {}", q(s.table))];
+    if s.locks_rows() {
+        // the lock table is shared: only this table's rows of it go
+        out.extend(create_parent_table(d, s, &[]).up);
+        out.push(format!(
+            "DELETE FROM {} WHERE {} = '{}'",
+            q(ordered_core::spec::LOCK_TABLE),
+            q("table_name"),
+            s.table
+        ));
+    } else {
+        out.push(format!("DROP TABLE IF EXISTS {}", q(s.parent_table)));
+        out.extend(create_parent_table(d, s, &[]).up);
+    }
     let mut cols = vec![("title", "VARCHAR(20) NOT NULL DEFAULT ''")];
     if schema.hidden {
         cols.push(("archived", "INTEGER NOT NULL DEFAULT 0"));
@@ -160,12 +187,22 @@ fn ddl(d: Dialect, s: &Spec, schema: Schema) -> Vec<String> {
                 );
         }
     }
-    for p in [1, 2] {
+    // a parent row per parent key (two lists of a split table share one)
+    let mut parents: Vec<Id> = schema
+        .collections()
+        .into_iter()
+        .map(|p| s.lock_key(schema.parent(p)))
+        .collect();
+    parents.dedup();
+    if s.locks_rows() {
+        parents.clear();
+    }
+    for p in parents {
         out.push(format!(
             "INSERT INTO {} ({}) VALUES ({})",
             q(s.parent_table),
             q("id"),
-            key_literal(d, schema.parent(p), schema.parent)
+            key_literal(d, p, schema.parent)
         ));
     }
     out
@@ -185,7 +222,7 @@ fn archive(d: Dialect, s: &Spec, id: Id) -> String {
 /// step's changes are checked against.
 fn all_rows<C: ordered_diesel::OrderedConnection>(c: &mut C, s: &Spec, schema: Schema) -> Vec<Row> {
     let mut out = Vec::new();
-    for p in [1, 2] {
+    for p in schema.collections() {
         let stmt = sql::list_all(C::DIALECT, s, schema.parent(p));
         match c.run(&stmt, Wire::of(s)).unwrap() {
             Reply::Rows(rows) => out.extend(rows),
@@ -201,7 +238,7 @@ async fn all_rows_async<C: ordered_diesel::async_diesel::AsyncOrderedConnection>
     schema: Schema,
 ) -> Vec<Row> {
     let mut out = Vec::new();
-    for p in [1, 2] {
+    for p in schema.collections() {
         let stmt = sql::list_all(C::DIALECT, s, schema.parent(p));
         match c.run(&stmt, Wire::of(s)).await.unwrap() {
             Reply::Rows(rows) => out.extend(rows),
@@ -214,7 +251,7 @@ async fn all_rows_async<C: ordered_diesel::async_diesel::AsyncOrderedConnection>
 async fn all_rows_seaorm(db: &sea_orm::DatabaseConnection, s: &Spec, schema: Schema) -> Vec<Row> {
     let d = ordered_seaorm::dialect(db.get_database_backend()).unwrap();
     let mut out = Vec::new();
-    for p in [1, 2] {
+    for p in schema.collections() {
         let stmt = sql::list_all(d, s, schema.parent(p));
         match ordered_seaorm::__private::run(db, &stmt, Wire::of(s))
             .await
@@ -236,36 +273,67 @@ fn assert_sound(tag: &str, name: &str, reports: Vec<ordered_core::Report>) {
 
 /// The insert statements. With `id` (a key the application chooses) one insert that
 /// names it; without, the last statement returns the new id as `o_count`.
-fn insert(d: Dialect, s: &Spec, id: Option<Id>, parent: Id, pos: &Position) -> Vec<Statement> {
+fn insert(d: Dialect, s: &Spec, id: Option<Id>, scope: Id, pos: &Position) -> Vec<Statement> {
     let q = |x: &str| sql::quote(d, x);
     let arg: ordered_core::Arg = pos.into();
     let ph = |n: usize| match d {
         Dialect::Postgres => format!("${n}"),
         _ => "?".to_owned(),
     };
+    // a split table: the parent key, then the status
+    let mut parts = scope.parts();
+    let parent = parts.next().unwrap_or(Id::GLOBAL);
     if let Some(id) = id {
         let (id_ph, id_arg) = sql::key_param(d, s.id_type, id, 1);
         let (p_ph, p_arg) = sql::key_param(d, s.parent_type, parent, 2);
+        let mut args = vec![id_arg, p_arg, arg];
+        let (status_col, status_ph) = match parts.next() {
+            Some(status) => {
+                let (ph4, a) = sql::key_param(d, KeyType::Text, status, 4);
+                args.push(a);
+                (format!(", {}", q("status")), format!(", {ph4}"))
+            }
+            None => (String::new(), String::new()),
+        };
         return vec![Statement {
             sql: format!(
-                "INSERT INTO {} ({}, {}, {}) VALUES ({id_ph}, {p_ph}, {})",
+                "INSERT INTO {} ({}, {}, {}{status_col}) VALUES ({id_ph}, {p_ph}, {}{status_ph})",
                 q(s.table),
                 q("id"),
                 q("parent_id"),
                 q("position"),
                 ph(3)
             ),
-            args: vec![id_arg, p_arg, arg],
+            args,
             returns: Returns::Nothing,
         }];
     }
-    let cols = format!("{} ({}, {})", q(s.table), q("parent_id"), q("position"));
-    let (p_ph, p_arg) = sql::key_param(d, s.parent_type, parent, 1);
-    let args = vec![p_arg, arg];
+    assert!(parts.next().is_none(), "the split scripts choose their ids");
+    let (cols, p_ph, args) = if s.is_global() {
+        // no scope column: the position alone
+        (
+            format!("{} ({})", q(s.table), q("position")),
+            None,
+            vec![arg],
+        )
+    } else {
+        let (p_ph, p_arg) = sql::key_param(d, s.parent_type, parent, 1);
+        (
+            format!("{} ({}, {})", q(s.table), q("parent_id"), q("position")),
+            Some(p_ph),
+            vec![p_arg, arg],
+        )
+    };
+    let values = match (&p_ph, d) {
+        (Some(p), Dialect::Postgres) => format!("{p}, $2"),
+        (Some(p), _) => format!("{p}, ?"),
+        (None, Dialect::Postgres) => "$1".to_owned(),
+        (None, _) => "?".to_owned(),
+    };
     match d {
         Dialect::Postgres => vec![Statement {
             sql: format!(
-                "INSERT INTO {cols} VALUES ({p_ph}, $2) RETURNING CAST({} AS BIGINT) AS o_count",
+                "INSERT INTO {cols} VALUES ({values}) RETURNING CAST({} AS BIGINT) AS o_count",
                 q("id")
             ),
             args,
@@ -273,7 +341,7 @@ fn insert(d: Dialect, s: &Spec, id: Option<Id>, parent: Id, pos: &Position) -> V
         }],
         Dialect::Sqlite => vec![Statement {
             sql: format!(
-                "INSERT INTO {cols} VALUES ({p_ph}, ?) RETURNING {} AS o_count",
+                "INSERT INTO {cols} VALUES ({values}) RETURNING {} AS o_count",
                 q("id")
             ),
             args,
@@ -281,7 +349,7 @@ fn insert(d: Dialect, s: &Spec, id: Option<Id>, parent: Id, pos: &Position) -> V
         }],
         Dialect::Mysql => vec![
             Statement {
-                sql: format!("INSERT INTO {cols} VALUES ({p_ph}, ?)"),
+                sql: format!("INSERT INTO {cols} VALUES ({values})"),
                 args,
                 returns: Returns::Nothing,
             },
@@ -348,8 +416,10 @@ where
     let mut ids: Vec<Id> = Vec::new();
     let mut out = Vec::new();
     let lists = |conn: &mut C| {
-        let mut rows = o.list(conn, schema.parent(1)).unwrap();
-        rows.extend(o.list(conn, schema.parent(2)).unwrap());
+        let mut rows = Vec::new();
+        for p in schema.collections() {
+            rows.extend(o.list(conn, schema.parent(p)).unwrap());
+        }
         rows
     };
     for (i, step) in steps.iter().enumerate() {
@@ -426,10 +496,25 @@ where
                 Ok((None, Changes::default()))
             }
             MoveUp(i) => diesel_outcome(o.move_up(&mut conn, ids[*i]), pos),
+            MoveToWrongScope(i) => diesel_outcome(
+                o.move_to_parent(
+                    &mut conn,
+                    ids[*i],
+                    schema.wrong_scope(),
+                    ordered_core::Placement::Last,
+                ),
+                pos,
+            ),
         };
         if let MoveAfterWrongKey(_) = step {
             assert!(
                 matches!(r, Err(ordered_core::Error::WrongKeyType { .. })),
+                "{tag} {name} step {i}: {r:?}"
+            );
+        }
+        if let MoveToWrongScope(_) = step {
+            assert!(
+                matches!(r, Err(ordered_core::Error::WrongScope { .. })),
                 "{tag} {name} step {i}: {r:?}"
             );
         }
@@ -444,9 +529,11 @@ where
     assert_sound(
         tag,
         name,
-        [1, 2]
+        schema
+            .collections()
+            .into_iter()
             .map(|p| o.verify(&mut reader, schema.parent(p)).unwrap())
-            .into(),
+            .collect(),
     );
     out.push(versioned_step(
         &rows,
@@ -508,8 +595,10 @@ where
         conn: &mut C,
         schema: Schema,
     ) -> Vec<Row> {
-        let mut rows = o.list(conn, schema.parent(1)).await.unwrap();
-        rows.extend(o.list(conn, schema.parent(2)).await.unwrap());
+        let mut rows = Vec::new();
+        for p in schema.collections() {
+            rows.extend(o.list(conn, schema.parent(p)).await.unwrap());
+        }
         rows
     }
     for (i, step) in steps.iter().enumerate() {
@@ -587,6 +676,16 @@ where
                 Ok((None, Changes::default()))
             }
             MoveUp(i) => diesel_outcome(o.move_up(&mut conn, ids[*i]).await, pos),
+            MoveToWrongScope(i) => diesel_outcome(
+                o.move_to_parent(
+                    &mut conn,
+                    ids[*i],
+                    schema.wrong_scope(),
+                    ordered_core::Placement::Last,
+                )
+                .await,
+                pos,
+            ),
         };
         // archiving is the app's own write: the row leaves the shown list
         if !matches!(step, Archive(_)) {
@@ -598,7 +697,7 @@ where
     let mut reader = reader.unwrap_or(conn);
     let rows = lists(&o, &mut reader, schema).await;
     let mut reports = Vec::new();
-    for p in [1, 2] {
+    for p in schema.collections() {
         reports.push(o.verify(&mut reader, schema.parent(p)).await.unwrap());
     }
     assert_sound(tag, name, reports);
@@ -659,8 +758,10 @@ async fn run_seaorm(
         db: &sea_orm::DatabaseConnection,
         schema: Schema,
     ) -> Vec<Row> {
-        let mut rows = o.list(db, schema.parent(1)).await.unwrap();
-        rows.extend(o.list(db, schema.parent(2)).await.unwrap());
+        let mut rows = Vec::new();
+        for p in schema.collections() {
+            rows.extend(o.list(db, schema.parent(p)).await.unwrap());
+        }
         rows
     }
     for (i, step) in steps.iter().enumerate() {
@@ -730,6 +831,16 @@ async fn run_seaorm(
                 Ok((None, Changes::default()))
             }
             MoveUp(i) => seaorm_outcome(o.move_up(&db, ids[*i]).await, pos),
+            MoveToWrongScope(i) => seaorm_outcome(
+                o.move_to_parent(
+                    &db,
+                    ids[*i],
+                    schema.wrong_scope(),
+                    ordered_core::Placement::Last,
+                )
+                .await,
+                pos,
+            ),
         };
         // archiving is the app's own write: the row leaves the shown list
         if !matches!(step, Archive(_)) {
@@ -750,7 +861,7 @@ async fn run_seaorm(
     };
     let rows = lists(&o, &reader, schema).await;
     let mut reports = Vec::new();
-    for p in [1, 2] {
+    for p in schema.collections() {
         reports.push(o.verify(&reader, schema.parent(p)).await.unwrap());
     }
     assert_sound(tag, name, reports);
@@ -760,6 +871,21 @@ async fn run_seaorm(
         o.list_versioned(&reader, schema.parent(1)).await.unwrap(),
     ));
     (out, rows)
+}
+
+/// The scripts to run: all, or the ones `ORDERED_SCRIPTS` names (comma-separated), to
+/// work on one.
+fn selected() -> Vec<(&'static str, Schema, Vec<Step>)> {
+    let only = std::env::var("ORDERED_SCRIPTS")
+        .ok()
+        .filter(|v| !v.is_empty());
+    scripts()
+        .into_iter()
+        .filter(|(name, ..)| {
+            only.as_ref()
+                .is_none_or(|v| v.split(',').any(|n| n.trim() == *name))
+        })
+        .collect()
 }
 
 fn required() -> bool {
@@ -782,7 +908,104 @@ type Run = (Vec<Outcome>, Vec<Row>);
 /// Diesel (sync), diesel-async and SeaORM: the same outcome at every step, the same rows.
 /// What some scripts must do, beyond the ORMs agreeing.
 fn expected(engine: &str, name: &str, d: &Run) {
-    use ordered_core::Error::{IndexOutOfRange, StaleNeighbours};
+    use ordered_core::Error::{
+        IndexOutOfRange, NotFound, NotInCollection, ParentNotFound, StaleNeighbours,
+        VersionConflict,
+    };
+    let ok = |i: usize| match &d.0[i] {
+        Ok((_, c)) => c.clone(),
+        Err(e) => panic!("{engine} {name} step {i}: {e}"),
+    };
+    let ids = |rows: &[Row]| -> Vec<Id> { rows.iter().map(|r| r.id).collect() };
+    if name == "scope_without_parent" {
+        // a collection never written: its lock row starts at version 1
+        let first = ok(9);
+        assert_eq!(first.versions.len(), 1, "{engine} {name}");
+        assert_eq!(first.versions[0].version, 1, "{engine} {name}: {first:?}");
+        assert_eq!(ok(8).versions.len(), 2, "{engine} {name}");
+        assert_eq!(ok(10).versions.len(), 2, "{engine} {name}");
+        assert!(
+            matches!(d.0[11], Err(NotInCollection { .. })),
+            "{engine} {name}"
+        );
+        assert!(
+            matches!(d.0[12], Err(VersionConflict { .. })),
+            "{engine} {name}"
+        );
+        let _ = ok(17);
+        if engine != "galera" {
+            // fresh tables: item n has id n + 1
+            assert_eq!(ids(&d.1), [2, 7, 5, 3, 1, 4, 8, 9], "{engine} {name}");
+        }
+    }
+    if name == "global_list" {
+        assert!(
+            matches!(d.0[9], Err(StaleNeighbours { .. })),
+            "{engine} {name}"
+        );
+        assert!(
+            matches!(d.0[10], Err(VersionConflict { .. })),
+            "{engine} {name}"
+        );
+        assert!(matches!(d.0[11], Err(NotFound { .. })), "{engine} {name}");
+        for i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 13, 14, 15, 16] {
+            let _ = ok(i);
+        }
+        assert!(
+            d.1.iter().all(|r| r.parent == Id::GLOBAL),
+            "{engine} {name}"
+        );
+        if engine != "galera" {
+            assert_eq!(ids(&d.1), [1, 2, 3, 6, 5, 7], "{engine} {name}");
+        }
+    }
+    if name == "composite_scope" {
+        let locked = |i: usize| match &d.0[i] {
+            Ok((_, c)) => c.versions.len(),
+            Err(e) => panic!("{engine} {name} step {i}: {e}"),
+        };
+        // a move to another list of the same board locks (and versions) one row; a
+        // move to another board both
+        assert_eq!(locked(9), 1, "{engine} {name}: {:?}", d.0[9]);
+        assert_eq!(locked(10), 2, "{engine} {name}: {:?}", d.0[10]);
+        assert_eq!(locked(11), 2, "{engine} {name}: {:?}", d.0[11]);
+        assert!(
+            matches!(d.0[12], Err(NotInCollection { .. })),
+            "{engine} {name}: {:?}",
+            d.0[12]
+        );
+        assert!(
+            matches!(d.0[13], Err(StaleNeighbours { .. })),
+            "{engine} {name}"
+        );
+        assert!(
+            matches!(d.0[14], Err(VersionConflict { .. })),
+            "{engine} {name}"
+        );
+        assert!(
+            matches!(d.0[15], Err(ParentNotFound { .. })),
+            "{engine} {name}"
+        );
+        let ok = [0, 1, 2, 3, 4, 5, 6, 7, 8, 17, 18, 19, 20, 21];
+        for i in ok {
+            assert!(d.0[i].is_ok(), "{engine} {name} step {i}: {:?}", d.0[i]);
+        }
+        // (b1, todo), (b1, done), (b2, todo), in order, each row with its whole scope
+        let schema = Schema {
+            id: KeyType::Uuid,
+            parent: KeyType::Uuid,
+            split: true,
+            ..Schema::INTS
+        };
+        let mut want: Vec<(Id, Id)> = Vec::new();
+        for (p, items) in [(1, &[4, 1, 7, 6, 2][..]), (2, &[8, 0]), (3, &[3])] {
+            for &n in items {
+                want.push((schema.item(n).unwrap(), schema.parent(p)));
+            }
+        }
+        let got: Vec<(Id, Id)> = d.1.iter().map(|r| (r.id, r.parent)).collect();
+        assert_eq!(got, want, "{engine} {name}");
+    }
     if name == "hidden_rows" {
         // neighbours adjacent as shown, across an archived row: no false conflict
         assert!(
@@ -837,7 +1060,9 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
     use diesel::Connection;
     let mut checked = 0;
     let (mut listed_relabels, mut summaries) = (0, 0);
-    for (name, schema, steps) in scripts() {
+    let chosen = selected();
+    let all = chosen.len() == scripts().len();
+    for (name, schema, steps) in chosen {
         // SQLite: one file per ORM
         let path = |orm: &str| std::env::temp_dir().join(format!("ordered-conf-{name}-{orm}.db"));
         for orm in ["d", "a", "s"] {
@@ -924,10 +1149,10 @@ async fn diesel_and_seaorm_agree_on_every_engine() {
             panic!("ORDERED_REQUIRE_DBS=1 needs the `mysql` feature (cargo test --all-features)");
         }
     }
-    assert!(checked >= scripts().len());
+    assert!(checked >= 1);
     // the scripts relabel both below and above the changes limit
     assert!(
-        listed_relabels > 0 && summaries > 0,
+        !all || (listed_relabels > 0 && summaries > 0),
         "{listed_relabels} {summaries}"
     );
 }
@@ -957,7 +1182,7 @@ async fn diesel_and_seaorm_agree_on_a_galera_cluster() {
     let single = std::env::var("ORDERED_MYSQL_URL")
         .ok()
         .filter(|u| !u.is_empty());
-    for (name, schema, steps) in scripts() {
+    for (name, schema, steps) in selected() {
         let conn = |u: &str| diesel::MysqlConnection::establish(u).unwrap();
         let d = run_diesel(conn(writer), Some(conn(reader)), "gd", name, schema, &steps);
         let s = run_seaorm(writer, Some(reader), "gs", name, schema, &steps).await;

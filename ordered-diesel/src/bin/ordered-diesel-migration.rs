@@ -7,14 +7,19 @@
 //! ```
 //!
 //! `--adopt` takes over a position column the table already has (the app's own integer
-//! order), keeping its order (or the `--backfill` order).
+//! order), keeping its order (or the `--backfill` order). `--scope board_id,status` orders
+//! per several columns (the first names the parent row). Without `--parent` the
+//! collections are locked and versioned in the lock table (`ordered_locks`, created if
+//! missing); without `--scope` either, the table is one global list.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use ordered_diesel::migrations::{self, Backfill};
-use ordered_diesel::{Dense, Dialect, Fractional, Gapped, PositionStrategy, RebalancePolicy, Spec};
+use ordered_diesel::{
+    Dense, Dialect, Fractional, Gapped, PositionStrategy, RebalancePolicy, ScopeColumn, Spec,
+};
 
 #[derive(Clone, Copy, ValueEnum)]
 enum Engine {
@@ -41,12 +46,13 @@ struct Args {
     /// The items table.
     #[arg(long)]
     table: String,
-    /// The column holding the parent key.
+    /// The scope columns, comma-separated: the one holding the parent key first, then
+    /// any that split a parent's rows into several lists. None: one global list.
+    #[arg(long, value_delimiter = ',')]
+    scope: Vec<String>,
+    /// The parent table. None: the collections are locked in the lock table.
     #[arg(long)]
-    scope: String,
-    /// The parent table.
-    #[arg(long)]
-    parent: String,
+    parent: Option<String>,
     /// The parent table's key column.
     #[arg(long, default_value = "id")]
     parent_key: String,
@@ -94,21 +100,42 @@ fn main() -> ExitCode {
         .name
         .clone()
         .unwrap_or_else(|| format!("add_ordering_to_{}", a.table));
+    if a.scope.is_empty() && a.parent.is_some() {
+        eprintln!(
+            "ordered-diesel-migration: --parent needs --scope, the column that names the parent row (leave both out for one global list)"
+        );
+        return ExitCode::FAILURE;
+    }
+    if a.parent.is_none() && a.version_column.is_some() {
+        eprintln!(
+            "ordered-diesel-migration: --version-column names a column of the parent table; without --parent the versions live in the lock table"
+        );
+        return ExitCode::FAILURE;
+    }
+    let mut scope = a.scope.into_iter().map(leak);
+    let first = scope.next().unwrap_or("");
+    // the migration's statements name key columns but never bind a key
+    let split: Vec<ScopeColumn> = scope
+        .map(|c| ScopeColumn::new(c, ordered_diesel::KeyType::Int))
+        .collect();
+    let base = match a.parent {
+        Some(p) => Spec::new("", first, leak(p)).with_parent_id(leak(a.parent_key)),
+        None => Spec::without_parent("", first),
+    };
+    let version = if base.locks_rows() {
+        base.version
+    } else {
+        a.version_column.map(leak)
+    };
     let spec = Spec {
         table: leak(a.table),
+        version,
         id: leak(a.id),
-        parent: leak(a.scope),
         position: leak(a.position),
-        parent_table: leak(a.parent),
-        parent_id: leak(a.parent_key),
-        // the migration's statements name key columns but never bind a key
-        id_type: ordered_diesel::KeyType::Int,
-        parent_type: ordered_diesel::KeyType::Int,
-        filter: None,
-        version: a.version_column.map(leak),
-        unique: None,
+        split_by: Box::leak(split.into_boxed_slice()),
         strategy,
         policy: RebalancePolicy::Window,
+        ..base
     };
     let dialect = match a.engine {
         Engine::Postgres => Dialect::Postgres,

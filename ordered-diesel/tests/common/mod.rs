@@ -253,6 +253,7 @@ pub fn tables(
         parent_id: "id",
         id_type: ordered_core::KeyType::Int,
         parent_type: ordered_core::KeyType::Int,
+        split_by: &[],
         filter: None,
         version: Some("version"),
         unique: None,
