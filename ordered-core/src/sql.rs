@@ -334,6 +334,17 @@ impl B {
         }
         self.s(")")
     }
+    /// `table_name = ? AND scope_key = ?`: the lock row of the collection `scope` of a
+    /// table with no parent table ([`Spec::locks_rows`]).
+    fn lock_row_is(&mut self, spec: &Spec, scope: Id) -> &mut Self {
+        self.id("table_name")
+            .s(" = ")
+            .bind(Arg::Text(spec.table.to_owned()))
+            .s(" AND ")
+            .id("scope_key")
+            .s(" = ")
+            .bind(Arg::Text(spec.lock_name(scope)))
+    }
     /// `parent = ?[, split = ? ...], `: the assignments that put a row in `scope`, each
     /// followed by a comma (none for a global list).
     fn scope_set(&mut self, spec: &Spec, scope: Id) -> &mut Self {
@@ -557,13 +568,7 @@ fn lock_row(d: Dialect, spec: &Spec, scope: Id) -> Vec<Statement> {
                 .s(" - 1 AS SIGNED) AS o_count FROM ")
                 .id(t)
                 .s(" WHERE ")
-                .id("table_name")
-                .s(" = ")
-                .bind(Arg::Text(spec.table.to_owned()))
-                .s(" AND ")
-                .id("scope_key")
-                .s(" = ")
-                .bind(Arg::Text(spec.lock_name(scope)));
+                .lock_row_is(spec, scope);
             vec![b.done(Returns::Nothing), r.done(Returns::Count)]
         }
         _ => {
@@ -1043,13 +1048,7 @@ pub fn list_versioned(d: Dialect, spec: &Spec, parent: Id) -> Statement {
                 .s(" FROM ")
                 .id(crate::spec::LOCK_TABLE)
                 .s(" WHERE ")
-                .id("table_name")
-                .s(" = ")
-                .bind(Arg::Text(spec.table.to_owned()))
-                .s(" AND ")
-                .id("scope_key")
-                .s(" = ")
-                .bind(Arg::Text(spec.lock_name(parent)))
+                .lock_row_is(spec, parent)
                 .s("), 0)");
         });
     } else {

@@ -20,50 +20,14 @@ use common::*;
 use std::sync::Mutex;
 
 use diesel::prelude::*;
-use ordered_diesel::migrations::{create_parent_table, create_table};
 use ordered_diesel::{
-    Error, Id, KeyType, Ordered, OrderedDsl, OrderingError, Placement, RetryPolicy, Slot, Spec,
+    Error, Id, KeyType, Ordered, OrderedDsl, OrderingError, Placement, RetryPolicy, Slot,
 };
 use uuid::Uuid;
-
-fn board(n: u128) -> Uuid {
-    Uuid::from_u128(0xb0a2_d000_0000_0000_0000_0000_0000_0000 | n)
-}
-
-fn card_id(n: u128) -> Uuid {
-    // scattered, so that byte order is not creation order
-    Uuid::from_u128(n.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835))
-}
 
 /// A list: a board and a status column.
 fn list(b: Uuid, status: &str) -> Id {
     Id::from((b, Id::text(status).unwrap()))
-}
-
-/// The tables of `spec`, with three boards.
-fn migrate<C: TestConn>(c: &mut C, spec: &Spec) {
-    let d = C::DIALECT;
-    let q = |s: &str| ordered_diesel::sql::quote(d, s);
-    c.exec(&format!("DROP TABLE IF EXISTS {}", q(spec.table)));
-    c.exec(&format!("DROP TABLE IF EXISTS {}", q(spec.parent_table)));
-    for stmt in create_parent_table(d, spec, &[])
-        .up
-        .iter()
-        .chain(&create_table(d, spec, &[("title", "VARCHAR(100) NOT NULL")]).up)
-    {
-        c.exec(stmt);
-    }
-    for b in [1, 2, 3] {
-        let lit = match d {
-            ordered_diesel::Dialect::Postgres => format!("'{}'", board(b)),
-            _ => format!("X'{}'", board(b).simple()),
-        };
-        c.exec(&format!(
-            "INSERT INTO {} ({}) VALUES ({lit})",
-            q(spec.parent_table),
-            q("id")
-        ));
-    }
 }
 
 type Insert<C> = fn(&mut C, Uuid, &str, &Slot) -> QueryResult<Uuid>;
@@ -79,7 +43,7 @@ where
     let engine = C::name();
     assert_eq!(M::SPEC.split_by.len(), 1, "{engine}");
     assert_eq!(M::SPEC.split_by[0].ty, KeyType::Text, "{engine}");
-    migrate(c, &M::SPEC);
+    migrate_boards(c, &M::SPEC);
     let (b1, b2) = (board(1), board(2));
     let (todo, done) = (list(b1, "todo"), list(b1, "done"));
     let mut ids = Vec::new();
@@ -195,7 +159,7 @@ where
     const MOVERS: u64 = 2;
     const MOVES: u64 = 30;
     let engine = C::name();
-    migrate(c, &M::SPEC);
+    migrate_boards(c, &M::SPEC);
     let (b1, b2) = (board(1), board(2));
     let (todo, done, far) = (list(b1, "todo"), list(b1, "done"), list(b2, "todo"));
     let a = card_id(1);

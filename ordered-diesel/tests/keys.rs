@@ -17,44 +17,8 @@ mod common;
 use common::*;
 
 use diesel::prelude::*;
-use ordered_diesel::migrations::{create_parent_table, create_table};
-use ordered_diesel::{Error, KeyType, Ordered, OrderedDsl, OrderingError, Placement, Slot, Spec};
+use ordered_diesel::{Error, KeyType, Ordered, OrderedDsl, OrderingError, Placement, Slot};
 use uuid::Uuid;
-
-fn board(n: u128) -> Uuid {
-    Uuid::from_u128(0xb0a2_d000_0000_0000_0000_0000_0000_0000 | n)
-}
-
-fn card_id(n: u128) -> Uuid {
-    // scattered, so that byte order is not creation order
-    Uuid::from_u128(n.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835))
-}
-
-/// The tables of `spec`, with three boards.
-fn migrate<C: TestConn>(c: &mut C, spec: &Spec) {
-    let d = C::DIALECT;
-    let q = |s: &str| ordered_diesel::sql::quote(d, s);
-    c.exec(&format!("DROP TABLE IF EXISTS {}", q(spec.table)));
-    c.exec(&format!("DROP TABLE IF EXISTS {}", q(spec.parent_table)));
-    for stmt in create_parent_table(d, spec, &[])
-        .up
-        .iter()
-        .chain(&create_table(d, spec, &[("title", "VARCHAR(100) NOT NULL")]).up)
-    {
-        c.exec(stmt);
-    }
-    for b in [1, 2, 3] {
-        let lit = match d {
-            ordered_diesel::Dialect::Postgres => format!("'{}'", board(b)),
-            _ => format!("X'{}'", board(b).simple()),
-        };
-        c.exec(&format!(
-            "INSERT INTO {} ({}) VALUES ({lit})",
-            q(spec.parent_table),
-            q("id")
-        ));
-    }
-}
 
 /// The same steps on every engine: `M` is the engine's model, `insert` its Diesel
 /// insert of a card (the new card's UUID, its title, the slot), `titles` the app's own
@@ -73,7 +37,7 @@ fn uuid_cards<C, M>(
         (KeyType::Uuid, KeyType::Uuid),
         "{engine}"
     );
-    migrate(c, &M::SPEC);
+    migrate_boards(c, &M::SPEC);
     let (b1, b2) = (board(1), board(2));
     let mut ids = Vec::new();
     for (n, title) in ["a", "b", "c"].iter().enumerate() {
@@ -165,7 +129,7 @@ where
     const THREADS: u64 = 6;
     const MOVES: u64 = 40;
     let engine = C::name();
-    migrate(c, &M::SPEC);
+    migrate_boards(c, &M::SPEC);
     let (b1, b2) = (board(1), board(2));
     let mut cards = Vec::new();
     for n in 0..24u128 {

@@ -52,14 +52,6 @@ const CARDS: Spec = Spec::new("cmp_cards", "board_id", "cmp_boards")
     .with_parent_type(KeyType::Uuid)
     .with_split_by(&[ScopeColumn::text("status")]);
 
-fn board(n: u128) -> Uuid {
-    Uuid::from_u128(0xb0a2_d000_0000_0000_0000_0000_0000_0000 | n)
-}
-
-fn card_id(n: u128) -> Uuid {
-    Uuid::from_u128(n.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835))
-}
-
 fn list(b: Uuid, status: &str) -> Id {
     Id::from((b, Id::text(status).unwrap()))
 }

@@ -49,15 +49,6 @@ const CARDS: Spec = Spec::new("key_cards", "board_id", "key_boards")
     .with_id_type(KeyType::Uuid)
     .with_parent_type(KeyType::Uuid);
 
-fn board(n: u128) -> Uuid {
-    Uuid::from_u128(0xb0a2_d000_0000_0000_0000_0000_0000_0000 | n)
-}
-
-fn card_id(n: u128) -> Uuid {
-    // scattered, so that byte order is not creation order
-    Uuid::from_u128(n.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835))
-}
-
 async fn migrate(db: &sea_orm::DatabaseConnection) {
     let d = ordered_seaorm::dialect(db.get_database_backend()).unwrap();
     let q = |s: &str| ordered_seaorm::sql::quote(d, s);

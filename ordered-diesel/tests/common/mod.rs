@@ -381,3 +381,41 @@ pub fn version<C: TestConn>(conn: &mut C, t: &Tables, parent: Id) -> i64 {
 pub fn strategies() -> [(&'static str, &'static dyn PositionStrategy); 2] {
     [("gapped", &GAPPED), ("keys", &KEYS)]
 }
+
+/// The `n`th board of the UUID-keyed tests.
+pub fn board(n: u128) -> uuid::Uuid {
+    uuid::Uuid::from_u128(0xb0a2_d000_0000_0000_0000_0000_0000_0000 | n)
+}
+
+/// The `n`th card of the UUID-keyed tests, scattered so that byte order is not creation
+/// order.
+pub fn card_id(n: u128) -> uuid::Uuid {
+    uuid::Uuid::from_u128(n.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835))
+}
+
+/// The tables of a UUID-keyed `spec` (a `title` column besides the library's), with
+/// boards 1 to 3.
+pub fn migrate_boards<C: TestConn>(c: &mut C, spec: &Spec) {
+    let d = C::DIALECT;
+    let q = |s: &str| ordered_diesel::sql::quote(d, s);
+    c.exec(&format!("DROP TABLE IF EXISTS {}", q(spec.table)));
+    c.exec(&format!("DROP TABLE IF EXISTS {}", q(spec.parent_table)));
+    for stmt in create_parent_table(d, spec, &[])
+        .up
+        .iter()
+        .chain(&create_table(d, spec, &[("title", "VARCHAR(100) NOT NULL")]).up)
+    {
+        c.exec(stmt);
+    }
+    for b in [1, 2, 3] {
+        let lit = match d {
+            ordered_diesel::Dialect::Postgres => format!("'{}'", board(b)),
+            _ => format!("X'{}'", board(b).simple()),
+        };
+        c.exec(&format!(
+            "INSERT INTO {} ({}) VALUES ({lit})",
+            q(spec.parent_table),
+            q("id")
+        ));
+    }
+}

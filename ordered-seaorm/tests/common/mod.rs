@@ -223,3 +223,14 @@ pub async fn sound(db: &DatabaseConnection, spec: Spec, parent: Id) -> Vec<order
     assert!(rows.windows(2).all(|w| w[0].position < w[1].position));
     rows
 }
+
+/// The `n`th board of the UUID-keyed tests.
+pub fn board(n: u128) -> uuid::Uuid {
+    uuid::Uuid::from_u128(0xb0a2_d000_0000_0000_0000_0000_0000_0000 | n)
+}
+
+/// The `n`th card of the UUID-keyed tests, scattered so that byte order is not creation
+/// order.
+pub fn card_id(n: u128) -> uuid::Uuid {
+    uuid::Uuid::from_u128(n.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835))
+}
