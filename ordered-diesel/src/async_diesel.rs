@@ -860,10 +860,7 @@ impl Ordering {
     ) -> Result<Vec<Row>> {
         let parent = self.s.scope_key(parent.into())?;
         let stmt = sql::list(C::DIALECT, &self.s.spec, parent);
-        match read(conn, &stmt, self.s.wire()).await? {
-            Reply::Rows(rows) => Ok(rows),
-            other => Err(unexpected(&other)),
-        }
+        read_rows(conn, &stmt, self.s.wire()).await
     }
 
     /// [`crate::Ordering::list_versioned`]: the items with the version of the same
@@ -918,10 +915,8 @@ impl Ordering {
         // every row, the ones the row filter leaves out included
         let parent = self.s.scope_key(parent.into())?;
         let stmt = sql::list_all(C::DIALECT, &self.s.spec, parent);
-        match read(conn, &stmt, self.s.wire()).await? {
-            Reply::Rows(rows) => Ok(ordered_core::verify(&self.s.spec, &rows)),
-            other => Err(unexpected(&other)),
-        }
+        let rows = read_rows(conn, &stmt, self.s.wire()).await?;
+        Ok(ordered_core::verify(&self.s.spec, &rows))
     }
 
     /// [`crate::Ordering::check_key_order`].
@@ -954,4 +949,16 @@ async fn read<C: AsyncOrderedConnection>(
         return r;
     }
     Ok(conn.run(stmt, key).await?)
+}
+
+/// The item rows of a [`read`] (`list`, `verify`).
+async fn read_rows<C: AsyncOrderedConnection>(
+    conn: &mut C,
+    stmt: &Statement,
+    key: Wire,
+) -> Result<Vec<Row>> {
+    match read(conn, stmt, key).await? {
+        Reply::Rows(rows) => Ok(rows),
+        other => Err(unexpected(&other)),
+    }
 }

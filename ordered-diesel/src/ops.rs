@@ -747,14 +747,11 @@ impl Ordering {
         parent: impl Into<Id>,
     ) -> Result<Vec<Row>> {
         let parent = self.s.scope_key(parent.into())?;
-        match read(
+        read_rows(
             conn,
             &sql::list(C::DIALECT, &self.s.spec, parent),
             self.s.wire(),
-        )? {
-            Reply::Rows(rows) => Ok(rows),
-            other => Err(unexpected(&other)),
-        }
+        )
     }
 
     /// The items of `parent` with the collection's version, read in one statement, so
@@ -819,10 +816,8 @@ impl Ordering {
         // every row, the ones the row filter leaves out included
         let parent = self.s.scope_key(parent.into())?;
         let stmt = sql::list_all(C::DIALECT, &self.s.spec, parent);
-        match read(conn, &stmt, self.s.wire())? {
-            Reply::Rows(rows) => Ok(ordered_core::verify(&self.s.spec, &rows)),
-            other => Err(unexpected(&other)),
-        }
+        let rows = read_rows(conn, &stmt, self.s.wire())?;
+        Ok(ordered_core::verify(&self.s.spec, &rows))
     }
 
     /// Checks the table for what the protocol relies on: a unique constraint on exactly
@@ -1066,6 +1061,18 @@ fn read<C: OrderedConnection>(
         return r;
     }
     Ok(conn.run(stmt, key)?)
+}
+
+/// The item rows of a [`read`] (`list`, `verify`).
+fn read_rows<C: OrderedConnection>(
+    conn: &mut C,
+    stmt: &ordered_core::Statement,
+    key: Wire,
+) -> Result<Vec<Row>> {
+    match read(conn, stmt, key)? {
+        Reply::Rows(rows) => Ok(rows),
+        other => Err(unexpected(&other)),
+    }
 }
 
 /// The operations as associated functions of an ordered model, with default options.

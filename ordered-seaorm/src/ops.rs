@@ -282,6 +282,14 @@ async fn read<C: ConnectionTrait>(db: &C, stmt: &Statement, key: Wire) -> Result
     run(db, stmt, key).await.map_err(lost_or_database)
 }
 
+/// The item rows of a [`read`] (`list`, `verify`).
+async fn read_rows<C: ConnectionTrait>(db: &C, stmt: &Statement, key: Wire) -> Result<Vec<Row>> {
+    match read(db, stmt, key).await? {
+        Reply::Rows(rows) => Ok(rows),
+        other => Err(unexpected(&other)),
+    }
+}
+
 /// On MySQL/MariaDB: whether the server is a Galera node ([`sql::galera::probe`], which
 /// on a node also waits until it has applied the cluster's committed writes).
 async fn galera_probe<C: ConnectionTrait>(db: &C) -> Result<bool, DbErr> {
@@ -978,10 +986,7 @@ impl Ordering {
     ) -> Result<Vec<Row>> {
         let parent = self.s.scope_key(parent.into())?;
         let d = dialect(db.get_database_backend())?;
-        match read(db, &sql::list(d, &self.s.spec, parent), self.s.wire()).await? {
-            Reply::Rows(rows) => Ok(rows),
-            other => Err(unexpected(&other)),
-        }
+        read_rows(db, &sql::list(d, &self.s.spec, parent), self.s.wire()).await
     }
 
     /// The items of `parent` with the collection's version, read in one statement, so
@@ -1039,10 +1044,8 @@ impl Ordering {
         // every row, the ones the row filter leaves out included
         let parent = self.s.scope_key(parent.into())?;
         let d = dialect(db.get_database_backend())?;
-        match read(db, &sql::list_all(d, &self.s.spec, parent), self.s.wire()).await? {
-            Reply::Rows(rows) => Ok(ordered_core::verify(&self.s.spec, &rows)),
-            other => Err(unexpected(&other)),
-        }
+        let rows = read_rows(db, &sql::list_all(d, &self.s.spec, parent), self.s.wire()).await?;
+        Ok(ordered_core::verify(&self.s.spec, &rows))
     }
 
     /// Checks the table for what the protocol relies on: a unique constraint on exactly

@@ -28,6 +28,11 @@ pub struct Schema {
     /// One global list: no scope column, no parent table; every collection number
     /// names [`Id::GLOBAL`].
     pub global: bool,
+    /// The table starts as an app's own: a plain nullable integer `position` column the
+    /// app ordered by itself (duplicates, gaps, a NULL) and four rows in collection 1,
+    /// one in 2, which the library's adoption migration (`adopt_ordering`) takes over.
+    /// The seeded rows are items 0 to 4, in the order they were inserted.
+    pub adopt: bool,
 }
 
 impl Schema {
@@ -41,6 +46,7 @@ impl Schema {
         split: false,
         no_parent: false,
         global: false,
+        adopt: false,
     };
     /// `BIGINT` keys, fractional-key positions.
     pub const KEYS: Schema = Schema {
@@ -291,7 +297,26 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
         MoveUp(5), // 0 1 2 5 4 6
         Rebalance(1),
     ];
+    // the seeds: items 0 and 1 at the app's position 5, 2 at NULL, 3 at 0 (collection
+    // 1), 4 at 3 (collection 2); adopted as 3 0 1 2 (NULLs last, ties by id)
+    let adopt = vec![
+        Insert(1, Between(Some(3), Some(0))), // 0: adjacent once adopted: 3 5 0 1 2
+        Move(2, First),                       // 2 3 5 0 1
+        Insert(1, After(2)),
+        Insert(1, After(2)),     // 2 7 6 3 5 0 1: the tight gap relabels
+        MoveTo(4, 1, Before(0)), // 2 7 6 3 5 4 0 1
+        Move(0, Between(Some(3), Some(1))), // 5: stale
+        Rebalance(1),
+    ];
     vec![
+        (
+            "adopt_existing_column",
+            Schema {
+                adopt: true,
+                ..ints
+            },
+            adopt,
+        ),
         (
             "scope_without_parent",
             Schema {

@@ -10,7 +10,7 @@ use ordered_core::{
     Changes, Dialect, Fractional, Gapped, Id, KeyType, Position, PositionStrategy, RebalancePolicy,
     Reply, Request, Returns, Row, ScopeColumn, Spec, Statement, Wire, sql,
 };
-use sea_orm::{ConnectionTrait, Database};
+use sea_orm::{ConnectionTrait, Database, TransactionTrait};
 
 static TIGHT: Gapped = Gapped::new(4);
 /// The further scope column of the split scripts: lists per `(parent_id, status)`.
@@ -165,13 +165,22 @@ fn ddl(d: Dialect, s: &Spec, schema: Schema) -> Vec<String> {
         ));
     } else {
         out.push(format!("DROP TABLE IF EXISTS {}", q(s.parent_table)));
-        out.extend(create_parent_table(d, s, &[]).up);
+        // an app's own parent table has no version column yet: the adoption adds it
+        let parent = Spec {
+            version: s.version.filter(|_| !schema.adopt),
+            ..*s
+        };
+        out.extend(create_parent_table(d, &parent, &[]).up);
     }
     let mut cols = vec![("title", "VARCHAR(20) NOT NULL DEFAULT ''")];
     if schema.hidden {
         cols.push(("archived", "INTEGER NOT NULL DEFAULT 0"));
     }
-    out.extend(create_table(d, s, &cols).up);
+    if schema.adopt {
+        out.extend(app_table(d, s));
+    } else {
+        out.extend(create_table(d, s, &cols).up);
+    }
     if schema.int32 {
         // 32-bit keys: SERIAL / INT columns (SQLite's INTEGER is already the one type)
         for stmt in &mut out {
@@ -206,6 +215,42 @@ fn ddl(d: Dialect, s: &Spec, schema: Schema) -> Vec<String> {
         ));
     }
     out
+}
+
+/// An app's own table before it adopts the library ([`Schema::adopt`]): a nullable
+/// integer position it ordered by itself, five rows (ids in insertion order), then the
+/// adoption migration.
+fn app_table(d: Dialect, s: &Spec) -> Vec<String> {
+    let q = |x: &str| sql::quote(d, x);
+    let mut out = vec![format!(
+        "CREATE TABLE {} ({} {}, {} BIGINT NOT NULL, {} VARCHAR(20) NOT NULL DEFAULT '', {} INTEGER NULL)",
+        q(s.table),
+        q("id"),
+        ordered_core::migration::serial_primary_key(d),
+        q("parent_id"),
+        q("title"),
+        q("position")
+    )];
+    for (parent, position) in [(1, "5"), (1, "5"), (1, "NULL"), (1, "0"), (2, "3")] {
+        out.push(format!(
+            "INSERT INTO {} ({}, {}) VALUES ({parent}, {position})",
+            q(s.table),
+            q("parent_id"),
+            q("position")
+        ));
+    }
+    out.extend(
+        ordered_core::migration::adopt_ordering(d, s, &[])
+            .expect("an integer strategy")
+            .up,
+    );
+    out
+}
+
+/// The seeded rows of an adopted table, in insertion order (their ids ascending).
+fn seeded(mut rows: Vec<Row>) -> Vec<Id> {
+    rows.sort_unstable_by_key(|r| r.id);
+    rows.into_iter().map(|r| r.id).collect()
 }
 
 /// What `Step::Archive` runs: the app archives a row behind the library's back.
@@ -413,7 +458,11 @@ where
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
     let o = ordered_diesel::Ordering::new(s).changes_limit(CHANGES_LIMIT);
-    let mut ids: Vec<Id> = Vec::new();
+    let mut ids: Vec<Id> = if schema.adopt {
+        seeded(all_rows(&mut conn, &s, schema))
+    } else {
+        Vec::new()
+    };
     let mut out = Vec::new();
     let lists = |conn: &mut C| {
         let mut rows = Vec::new();
@@ -588,7 +637,11 @@ where
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
     let o = ordered_diesel::async_diesel::Ordering::new(s).changes_limit(CHANGES_LIMIT);
-    let mut ids: Vec<Id> = Vec::new();
+    let mut ids: Vec<Id> = if schema.adopt {
+        seeded(all_rows_async(&mut conn, &s, schema).await)
+    } else {
+        Vec::new()
+    };
     let mut out = Vec::new();
     async fn lists<C: ordered_diesel::async_diesel::AsyncOrderedConnection>(
         o: &ordered_diesel::async_diesel::Ordering,
@@ -745,13 +798,21 @@ async fn run_seaorm(
     let db = Database::connect(url).await.unwrap();
     let d = ordered_seaorm::dialect(db.get_database_backend()).unwrap();
     let s = spec(name, tag, schema);
+    // one connection of the pool for the whole script: the MySQL adoption migration
+    // keeps a statement in a session variable between its statements
+    let one = db.begin().await.unwrap();
     for stmt in ddl(d, &s, schema) {
-        db.execute_unprepared(&stmt)
+        one.execute_unprepared(&stmt)
             .await
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
+    one.commit().await.unwrap();
     let o = ordered_seaorm::Ordering::new(s).changes_limit(CHANGES_LIMIT);
-    let mut ids: Vec<Id> = Vec::new();
+    let mut ids: Vec<Id> = if schema.adopt {
+        seeded(all_rows_seaorm(&db, &s, schema).await)
+    } else {
+        Vec::new()
+    };
     let mut out = Vec::new();
     async fn lists(
         o: &ordered_seaorm::Ordering,
@@ -917,6 +978,19 @@ fn expected(engine: &str, name: &str, d: &Run) {
         Err(e) => panic!("{engine} {name} step {i}: {e}"),
     };
     let ids = |rows: &[Row]| -> Vec<Id> { rows.iter().map(|r| r.id).collect() };
+    if name == "adopt_existing_column" {
+        for i in [0, 1, 2, 3, 4, 6] {
+            let _ = ok(i);
+        }
+        assert!(
+            matches!(d.0[5], Err(StaleNeighbours { .. })),
+            "{engine} {name}"
+        );
+        if engine != "galera" {
+            // the seeds are ids 1 to 5, the inserts 6 to 8; the app's order kept: 0 1
+            assert_eq!(ids(&d.1), [3, 8, 7, 4, 6, 5, 1, 2], "{engine} {name}");
+        }
+    }
     if name == "scope_without_parent" {
         // a collection never written: its lock row starts at version 1
         let first = ok(9);
