@@ -636,3 +636,78 @@ impl<'de> serde::Deserialize<'de> for Id {
         d.deserialize_any(V)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn todo(board: u128) -> Id {
+        Id::from((Uuid::from_u128(board), Id::text("todo").unwrap()))
+    }
+
+    #[test]
+    fn tuples_hold_their_parts_in_order() {
+        let t = Id::tuple([
+            Id::Int(-3),
+            Uuid::from_u128(9).into(),
+            Id::text("ü-é").unwrap(),
+        ])
+        .unwrap();
+        let parts: Vec<Id> = t.parts().collect();
+        assert_eq!(
+            parts,
+            [
+                Id::Int(-3),
+                Uuid::from_u128(9).into(),
+                Id::text("ü-é").unwrap()
+            ]
+        );
+        assert_eq!(t.first(), Id::Int(-3));
+        // a tuple inside is spread; one part is that key itself
+        assert_eq!(Id::tuple([t]).unwrap(), t);
+        assert_eq!(Id::tuple([Id::Int(4)]).unwrap(), Id::Int(4));
+        assert_eq!(Id::tuple([]).unwrap(), Id::GLOBAL);
+        assert_eq!(Id::from(()), Id::GLOBAL);
+        // two tuples with the same parts are one key; others are not
+        assert_eq!(todo(1), todo(1));
+        assert_ne!(todo(1), todo(2));
+        assert!(!todo(1).fits(KeyType::Int) && Id::GLOBAL.parts().next().is_none());
+    }
+
+    #[test]
+    fn any_pair_fits_and_longer_tuples_are_refused() {
+        let long = Id::text(&"x".repeat(MAX_TEXT_KEY)).unwrap();
+        let pair = Id::from((long, long));
+        assert_eq!(pair.parts().count(), 2);
+        // a third long part does not fit: an error from Id::tuple, and a pair of such
+        // tuples is a value no table's scope fits (not the global list's)
+        assert!(Id::tuple([long, long, long]).is_err());
+        let too_long = Id::from((pair, pair));
+        assert_ne!(too_long, Id::GLOBAL);
+        assert_eq!(too_long.parts().count(), 0);
+    }
+
+    #[test]
+    fn tuples_display_and_serialise_as_their_parts() {
+        let t = Id::from((7_i64, Id::text("done").unwrap()));
+        assert_eq!(t.to_string(), "(7, done)");
+        assert_eq!(format!("{t:?}"), "[7, \"done\"]");
+        #[cfg(feature = "serde")]
+        {
+            let json = serde_json::to_string(&t).unwrap();
+            assert_eq!(json, "[7,\"done\"]");
+            assert_eq!(serde_json::from_str::<Id>(&json).unwrap(), t);
+            assert_eq!(serde_json::from_str::<Id>("[]").unwrap(), Id::GLOBAL);
+        }
+    }
+
+    #[test]
+    fn scope_keys_read_pairs_back_in_the_apps_types() {
+        let t = todo(5);
+        let (board, status): (Uuid, String) = ScopeKey::from_scope(t).unwrap();
+        assert_eq!((board, status.as_str()), (Uuid::from_u128(5), "todo"));
+        assert_eq!(<(Uuid, i64)>::from_scope(t), None);
+        assert_eq!(<(Uuid, String, i64)>::from_scope(t), None);
+        assert_eq!(<i64>::from_scope(Id::Int(3)), Some(3));
+    }
+}

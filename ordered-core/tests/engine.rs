@@ -426,3 +426,98 @@ fn keys_of_another_type_and_a_filter_on_dense_positions_are_refused_before_any_s
         Err(Error::InvalidRequest(_))
     ));
 }
+
+#[test]
+fn a_list_per_two_columns_locks_its_parent_row_once() {
+    use ordered_core::ScopeColumn;
+    const CARDS: Spec = Spec::new("cards", "board_id", "boards")
+        .with_version("version")
+        .with_split_by(&[ScopeColumn::text("status")]);
+    let list = |b: i64, s: &str| Id::from((b, Id::text(s).unwrap()));
+    // the board alone names no list: refused before any statement
+    let mut bare = Operation::new(
+        CARDS,
+        Dialect::Postgres,
+        Request::Insert {
+            parent: Id::Int(1),
+            at: Placement::Last,
+        },
+    );
+    assert!(matches!(
+        bare.next(Reply::None),
+        Err(Error::WrongScope { .. })
+    ));
+    // a move to another list of the same board: one lock, of the board's row
+    let mut op = Operation::new(
+        CARDS,
+        Dialect::Postgres,
+        Request::MoveToParent {
+            item: Id::Int(5),
+            parent: list(1, "done"),
+            at: Placement::Last,
+        },
+    );
+    let Ok(Action::Execute(read)) = op.next(Reply::None) else {
+        panic!("expected the item's read")
+    };
+    assert!(read.sql.contains("\"status\""), "{}", read.sql);
+    let item = Row {
+        id: Id::Int(5),
+        parent: list(1, "todo"),
+        position: 1024.into(),
+    };
+    let Ok(Action::Execute(lock)) = op.next(Reply::Rows(vec![item])) else {
+        panic!("expected the lock")
+    };
+    assert!(lock.sql.starts_with("UPDATE \"boards\""), "{}", lock.sql);
+    let Ok(Action::Execute(next)) = op.next(Reply::Parents(vec![(Id::Int(1), 3)])) else {
+        panic!("expected the reads under the lock")
+    };
+    assert!(
+        !next.sql.contains("\"boards\""),
+        "a second lock: {}",
+        next.sql
+    );
+    assert_eq!(op.locked(), [Id::Int(1)]);
+}
+
+#[test]
+fn a_list_with_no_parent_table_is_locked_by_an_upsert_of_its_lock_row() {
+    for d in [Dialect::Postgres, Dialect::Mysql, Dialect::Sqlite] {
+        let mut op = Operation::new(
+            Spec::without_parent("tasks", "list_id"),
+            d,
+            Request::Insert {
+                parent: Id::Int(7),
+                at: Placement::Last,
+            },
+        );
+        let Ok(Action::Execute(lock)) = op.next(Reply::None) else {
+            panic!("expected the lock")
+        };
+        assert!(
+            lock.sql.starts_with("INSERT INTO") && lock.sql.contains("ordered_locks"),
+            "{d:?}: {}",
+            lock.sql
+        );
+        assert!(
+            lock.sql.contains(if d == Dialect::Mysql {
+                "ON DUPLICATE KEY UPDATE"
+            } else {
+                "ON CONFLICT"
+            }),
+            "{d:?}: {}",
+            lock.sql
+        );
+    }
+    // the global list takes Id::GLOBAL only
+    let mut op = Operation::new(
+        Spec::global("steps"),
+        Dialect::Sqlite,
+        Request::Rebalance { parent: Id::Int(1) },
+    );
+    assert!(matches!(
+        op.next(Reply::None),
+        Err(Error::WrongScope { .. })
+    ));
+}
