@@ -404,11 +404,12 @@ impl Ordering {
         };
         // on a node, statements may have escaped before the failure (see the sync one)
         let e = if galera {
-            escaped(
-                e,
-                conn.run(&sql::galera::unchanged(), Wire::PLAIN).await,
-                locked,
-            )
+            // asked once more when the first answer is the abort's deferred error
+            let mut unchanged = conn.run(&sql::galera::unchanged(), Wire::PLAIN).await;
+            if unchanged.is_err() {
+                unchanged = conn.run(&sql::galera::unchanged(), Wire::PLAIN).await;
+            }
+            escaped(e, unchanged, locked)
         } else {
             e
         };

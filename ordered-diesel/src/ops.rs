@@ -242,7 +242,14 @@ impl Ordering {
         // on a node, a failure may follow statements that escaped the transaction: then
         // it is PartiallyApplied, never retried
         let e = if galera {
-            escaped(e, conn.run(&sql::galera::unchanged(), Wire::PLAIN), locked)
+            // a node that aborted the transaction may answer the next statement with
+            // that abort's error instead (MariaDB keeps it "for the next interaction"):
+            // then the check is asked once more, so that an escape is never missed
+            let mut unchanged = conn.run(&sql::galera::unchanged(), Wire::PLAIN);
+            if unchanged.is_err() {
+                unchanged = conn.run(&sql::galera::unchanged(), Wire::PLAIN);
+            }
+            escaped(e, unchanged, locked)
         } else {
             e
         };

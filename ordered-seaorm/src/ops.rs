@@ -519,8 +519,14 @@ impl Ordering {
                             // on a node, statements may have escaped the transaction
                             // before the failure: then it is PartiallyApplied, not retried
                             let e = if galera {
-                                let unchanged =
+                                // asked once more when the first answer is the
+                                // abort's deferred error (see the Diesel adapter)
+                                let mut unchanged =
                                     run(&txn, &sql::galera::unchanged(), Wire::PLAIN).await;
+                                if unchanged.is_err() {
+                                    unchanged =
+                                        run(&txn, &sql::galera::unchanged(), Wire::PLAIN).await;
+                                }
                                 escaped(e, unchanged, locked)
                             } else {
                                 e
