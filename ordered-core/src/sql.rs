@@ -348,29 +348,17 @@ impl B {
     /// `parent = ?[, split = ? ...], `: the assignments that put a row in `scope`, each
     /// followed by a comma (none for a global list).
     fn scope_set(&mut self, spec: &Spec, scope: Id) -> &mut Self {
-        if spec.is_global() {
-            return self;
-        }
-        if spec.split_by.is_empty() {
-            return self.id(spec.parent).s(" = ").scope(spec, scope).s(", ");
-        }
-        self.scope_set_parts(spec, scope).s(", ")
-    }
-    fn scope_set_parts(&mut self, spec: &Spec, scope: Id) -> &mut Self {
-        if spec.split_by.is_empty() {
-            return self.id(spec.parent).s(" = ").scope(spec, scope);
-        }
+        // one part per scope column (a one-column scope is its own part; a global list
+        // has no column)
         let mut parts = scope.parts();
-        for (i, (col, ty)) in spec.scope_columns().enumerate() {
-            if i > 0 {
-                self.s(", ");
-            }
+        for (col, ty) in spec.scope_columns() {
             self.id(col).s(" = ");
             match parts.next() {
                 Some(part) => self.key(ty, part),
                 // refused before any statement (Spec::check_scope)
                 None => self.s("NULL"),
             };
+            self.s(", ");
         }
         self
     }
