@@ -24,6 +24,7 @@ fn spec(strategy: &'static dyn PositionStrategy, policy: RebalancePolicy) -> Spe
         id_type: ordered_core::KeyType::Int,
         parent_type: ordered_core::KeyType::Int,
         split_by: &[],
+        null_scope: ordered_core::NullScope::Refused,
         filter: None,
         version: None,
         unique: None,

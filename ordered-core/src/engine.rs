@@ -398,6 +398,9 @@ pub struct Operation {
     galera: bool,
     item_checked: bool,
     via_item: bool,
+    /// A tree's move to another parent took the root list's lock only to serialize
+    /// parent changes ([`Spec::tree`]): not bumped, not reported.
+    tree_lock: bool,
     replication_checked: bool,
     changes_limit: u64,
     hook: bool,
@@ -429,6 +432,7 @@ impl Operation {
             galera: false,
             item_checked: false,
             via_item: false,
+            tree_lock: false,
             replication_checked: false,
             changes_limit: changes::DEFAULT_LIMIT,
             hook: false,
@@ -594,6 +598,9 @@ impl Operation {
                             "a row filter needs gapped or fractional positions: dense positions are indexes of every row",
                         ));
                     }
+                    if let Some(e) = self.spec.misfit() {
+                        return Err(e);
+                    }
                     let idem = self
                         .idempotency
                         .and_then(|i| i.checked(self.spec.id_type).err());
@@ -641,9 +648,22 @@ impl Operation {
                                 keys.push(k);
                             }
                         }
-                        let ps = keys;
+                        let mut ps = keys;
+                        // a tree's move to another parent: the root list's lock first
+                        // (every such move takes it first, so none waits for it while
+                        // holding another list), so parent changes are serialized and
+                        // the cycle check under it sees all of them
+                        if self.spec.is_tree()
+                            && ps.len() > 1
+                            && matches!(self.req, Request::MoveToParent { .. })
+                        {
+                            self.tree_lock = !ps.contains(&Id::ROOT);
+                            ps.retain(|p| *p != Id::ROOT);
+                            ps.insert(0, Id::ROOT);
+                        }
                         let bump = !self.controls.skip_version_bump;
                         for &p in &ps {
+                            let bump = bump && !(self.tree_lock && p == Id::ROOT);
                             let stmts = sql::lock_parent(self.dialect, &self.spec, p, bump);
                             for s in stmts {
                                 let aw = match s.returns {
@@ -906,6 +926,7 @@ impl Operation {
             self.changes.versions = self
                 .versions
                 .iter()
+                .filter(|(parent, _)| !(self.tree_lock && *parent == Id::ROOT))
                 .map(|&(parent, v)| ScopeVersion {
                     parent,
                     version: v + bump,

@@ -44,6 +44,18 @@ pub enum Error {
         /// The missing parent.
         parent: Id,
     },
+    /// A move in a tree ([`Spec::tree`](crate::Spec::tree)) would put the item under
+    /// itself or one of its descendants. Checked under the lock, so it also catches a
+    /// concurrent move that put the new parent inside the item's subtree.
+    #[error(
+        "item {id} cannot move under {parent}: {parent} is the item itself or inside its subtree; choose a parent outside it (re-read the tree if it changed)"
+    )]
+    WouldCycle {
+        /// The item being moved.
+        id: Id,
+        /// The parent asked for.
+        parent: Id,
+    },
     /// An anchor or item belongs to another collection than the one being edited.
     #[error("item {id} is not in collection {parent}; it may have moved: re-read the list")]
     NotInCollection {
@@ -248,10 +260,10 @@ impl Error {
     }
 
     /// A stable machine-readable code for the refusal, the same on every adapter and
-    /// engine: `not_found`, `parent_not_found`, `not_in_collection`,
+    /// engine: `not_found`, `parent_not_found`, `not_in_collection`, `would_cycle`,
     /// `stale_neighbours`, `version_conflict`, `self_reference`, `exhausted`,
     /// `index_out_of_range`, `reorder_mismatch`, `invalid_position`, `invalid_key`,
-    /// `wrong_key_type`, `parent_changed`, `already_applied`, `key_collation`,
+    /// `wrong_key_type`, `wrong_scope`, `parent_changed`, `already_applied`, `key_collation`,
     /// `version_column_required`, `commit_dropped`, `partially_applied`,
     /// `invalid_request`, `schema_mismatch`, `inconsistent`.
     ///
@@ -274,6 +286,7 @@ impl Error {
             Error::WrongKeyType { .. } => "wrong_key_type",
             Error::WrongScope { .. } => "wrong_scope",
             Error::NotInCollection { .. } => "not_in_collection",
+            Error::WouldCycle { .. } => "would_cycle",
             Error::StaleNeighbours { .. } => "stale_neighbours",
             Error::VersionConflict { .. } => "version_conflict",
             Error::SelfReference { .. } => "self_reference",
@@ -304,6 +317,7 @@ impl Error {
             | Error::StaleNeighbours { .. }
             | Error::VersionConflict { .. }
             | Error::ReorderMismatch { .. }
+            | Error::WouldCycle { .. }
             | Error::AlreadyApplied { .. } => Status::Conflict,
             Error::SelfReference { .. }
             | Error::IndexOutOfRange { .. }

@@ -167,6 +167,12 @@ impl Id {
     /// no scope values, the empty tuple (also `Id::from(())`).
     pub const GLOBAL: Id = Id::Tuple(Tuple::EMPTY);
 
+    /// The root list of a table whose scope column may be NULL
+    /// ([`Spec::tree`](crate::Spec::tree), [`Spec::with_nullable_scope`](crate::Spec::with_nullable_scope)):
+    /// the rows whose scope is NULL (also `Id::from(None::<i64>)`). The same value as
+    /// [`Id::GLOBAL`]: no scope value.
+    pub const ROOT: Id = Id::GLOBAL;
+
     /// The largest key in `Id`'s order: the longest string of the largest character.
     pub fn max_key() -> Id {
         let mut s = ArrayString::new();
@@ -313,6 +319,13 @@ impl fmt::Debug for Tuple {
 impl From<()> for Id {
     fn from((): ()) -> Id {
         Id::GLOBAL
+    }
+}
+
+/// A nullable scope value: `None` is the root list ([`Id::ROOT`]).
+impl<K: Into<Id>> From<Option<K>> for Id {
+    fn from(v: Option<K>) -> Id {
+        v.map_or(Id::ROOT, Into::into)
     }
 }
 
@@ -516,6 +529,16 @@ pub trait ScopeKey: Sized {
 impl<K: Key> ScopeKey for K {
     fn from_scope(id: Id) -> Option<Self> {
         K::from_id(id)
+    }
+}
+
+/// A nullable scope column's value: `None` for the root list ([`Id::ROOT`]).
+impl<K: Key> ScopeKey for Option<K> {
+    fn from_scope(id: Id) -> Option<Self> {
+        if id == Id::ROOT {
+            return Some(None);
+        }
+        K::from_id(id).map(Some)
     }
 }
 

@@ -58,7 +58,7 @@ pub use key::KeyError;
 pub use plan::{Placement, Plan, Request, Row, Write};
 pub use position::{MAX_POSITION, MIN_POSITION, Position, PositionKind};
 pub use retry::RetryPolicy;
-pub use spec::{Ordered, ScopeColumn, Spec};
+pub use spec::{NullScope, Ordered, ScopeColumn, Spec};
 pub use sql::{Arg, Dialect, Returns, Statement, Wire};
 pub use strategy::{
     Dense, Fractional, Gapped, PositionStrategy, RebalancePolicy, Spread, SpreadMode,

@@ -184,8 +184,11 @@ fn constraints(d: Dialect, spec: &Spec, up: &mut Vec<String>) -> Vec<String> {
         up.extend(mysql_parent_index(spec));
     }
     up.push(unique_up(d, spec));
+    let (root_up, root_down) = root_unique(d, spec);
+    up.extend(root_up);
     // on MySQL/MariaDB the parent index stays: the foreign key needs an index
-    let mut down = vec![unique_down(d, spec)];
+    let mut down = root_down;
+    down.push(unique_down(d, spec));
     match d {
         Dialect::Sqlite => {
             for (name, _) in sqlite_trigger_names(spec) {
@@ -255,6 +258,16 @@ fn mysql_parent_index(spec: &Spec) -> Vec<String> {
     ]
 }
 
+/// `UNIQUE` or, for a nullable scope on PostgreSQL, `UNIQUE NULLS NOT DISTINCT`
+/// (PostgreSQL 15), so the root list's positions are unique too.
+fn unique_kw(spec: &Spec) -> &'static str {
+    if spec.nullable() {
+        "UNIQUE NULLS NOT DISTINCT"
+    } else {
+        "UNIQUE"
+    }
+}
+
 fn unique_up(d: Dialect, spec: &Spec) -> String {
     let (t, u) = (q(d, spec.table), q(d, &spec.unique_name()));
     let cols = unique_cols(d, spec);
@@ -262,7 +275,8 @@ fn unique_up(d: Dialect, spec: &Spec) -> String {
         // deferrable, so one statement may pass through transient duplicates; a
         // CREATE UNIQUE INDEX cannot be deferrable
         Dialect::Postgres => format!(
-            "ALTER TABLE {t} ADD CONSTRAINT {u} UNIQUE ({cols}) DEFERRABLE INITIALLY IMMEDIATE"
+            "ALTER TABLE {t} ADD CONSTRAINT {u} {} ({cols}) DEFERRABLE INITIALLY IMMEDIATE",
+            unique_kw(spec)
         ),
         _ => format!("CREATE UNIQUE INDEX {u} ON {t} ({cols})"),
     }
@@ -274,6 +288,61 @@ fn unique_down(d: Dialect, spec: &Spec) -> String {
         Dialect::Postgres => format!("ALTER TABLE {t} DROP CONSTRAINT {u}"),
         Dialect::Mysql => format!("DROP INDEX {u} ON {t}"),
         Dialect::Sqlite => format!("DROP INDEX {u}"),
+    }
+}
+
+/// The name of the index that keeps the root list's positions unique where a unique
+/// index treats NULLs as distinct (MySQL/MariaDB, SQLite).
+fn root_unique_name(spec: &Spec) -> String {
+    format!("{}_root", spec.unique_name())
+}
+
+/// MySQL/MariaDB: the generated column that is 1 for a row of the root list and NULL
+/// for any other, so a unique key on it and the position covers the root list alone
+/// (neither engine has partial or `NULLS NOT DISTINCT` unique indexes).
+fn root_column(spec: &Spec) -> String {
+    format!("{}_is_root", spec.parent)
+}
+
+fn root_column_def(spec: &Spec) -> String {
+    let d = Dialect::Mysql;
+    format!(
+        "{} TINYINT AS (IF({} IS NULL, 1, NULL)) VIRTUAL",
+        q(d, &root_column(spec)),
+        q(d, spec.parent)
+    )
+}
+
+/// The statements that keep the root list's positions unique on MySQL/MariaDB and
+/// SQLite, and their down (none on PostgreSQL, where the unique constraint is `NULLS
+/// NOT DISTINCT`, or for a scope that is never NULL).
+fn root_unique(d: Dialect, spec: &Spec) -> (Vec<String>, Vec<String>) {
+    if !spec.nullable() {
+        return (Vec::new(), Vec::new());
+    }
+    let (t, u) = (q(d, spec.table), q(d, &root_unique_name(spec)));
+    match d {
+        Dialect::Postgres => (Vec::new(), Vec::new()),
+        Dialect::Mysql => (
+            vec![format!(
+                "ALTER TABLE {t} ADD COLUMN {}, ADD UNIQUE KEY {u} ({}, {})",
+                root_column_def(spec),
+                q(d, &root_column(spec)),
+                q(d, spec.position)
+            )],
+            vec![format!(
+                "ALTER TABLE {t} DROP INDEX {u}, DROP COLUMN {}",
+                q(d, &root_column(spec))
+            )],
+        ),
+        Dialect::Sqlite => (
+            vec![format!(
+                "CREATE UNIQUE INDEX {u} ON {t} ({}) WHERE {} IS NULL",
+                q(d, spec.position),
+                q(d, spec.parent)
+            )],
+            vec![format!("DROP INDEX {u}")],
+        ),
     }
 }
 
@@ -608,10 +677,20 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
     let id_ty = primary_key(d, spec.id_type);
     let parent_ty = key_column_type(d, spec.parent_type);
     let mut cols = vec![format!("{} {id_ty}", q(d, spec.id))];
-    if spec.locks_rows() {
+    if spec.is_tree() {
+        // the parent is a row of this table; NULL: the root list. Deleting a row
+        // deletes its subtree
+        let fk = if d == Dialect::Mysql {
+            String::new()
+        } else {
+            format!(" REFERENCES {t} ({}) ON DELETE CASCADE", q(d, spec.id))
+        };
+        cols.push(format!("{} {parent_ty} NULL{fk}", q(d, spec.parent)));
+    } else if spec.locks_rows() {
         // no parent table: the scope column alone (none for a global list)
         if !spec.is_global() {
-            cols.push(format!("{} {parent_ty} NOT NULL", q(d, spec.parent)));
+            let null = if spec.nullable() { "NULL" } else { "NOT NULL" };
+            cols.push(format!("{} {parent_ty} {null}", q(d, spec.parent)));
         }
     } else {
         cols.push(format!(
@@ -644,8 +723,9 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
     ));
     if d == Dialect::Postgres {
         cols.push(format!(
-            "CONSTRAINT {} UNIQUE ({}) DEFERRABLE INITIALLY IMMEDIATE",
+            "CONSTRAINT {} {} ({}) DEFERRABLE INITIALLY IMMEDIATE",
             q(d, &spec.unique_name()),
+            unique_kw(spec),
             unique_cols(d, spec)
         ));
     }
@@ -660,6 +740,22 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
             q(d, &spec.unique_name()),
             unique_cols(d, spec)
         ));
+        if spec.nullable() {
+            cols.push(root_column_def(spec));
+            cols.push(format!(
+                "UNIQUE KEY {} ({}, {})",
+                q(d, &root_unique_name(spec)),
+                q(d, &root_column(spec)),
+                q(d, spec.position)
+            ));
+        }
+        if spec.is_tree() {
+            cols.push(format!(
+                "FOREIGN KEY ({}) REFERENCES {t} ({}) ON DELETE CASCADE",
+                q(d, spec.parent),
+                q(d, spec.id)
+            ));
+        }
         if !spec.locks_rows() {
             cols.push(format!(
                 "KEY {} ({})",
@@ -686,6 +782,7 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
     )];
     if d == Dialect::Sqlite {
         up.push(unique_up(d, spec));
+        up.extend(root_unique(d, spec).0);
     }
     Migration {
         up,

@@ -166,6 +166,23 @@ impl Store {
                 })
                 .into_iter()
                 .collect(),
+            Read::Ancestors { of } => {
+                // a tree's parents are rows: follow them up to the root
+                let mut out: Vec<Row> = Vec::new();
+                let mut cur = *of;
+                while let Some((parent, p)) = self.rows.get(&cur) {
+                    if out.iter().any(|r| r.id == cur) {
+                        break;
+                    }
+                    out.push(Row {
+                        id: cur,
+                        parent: *parent,
+                        position: p.clone(),
+                    });
+                    cur = *parent;
+                }
+                out
+            }
             Read::Range(r) => {
                 let Some(set) = self.order.get(&r.parent) else {
                     return Vec::new();

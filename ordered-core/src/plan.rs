@@ -199,6 +199,13 @@ pub enum Read {
     },
     /// Items of one collection in position order.
     Range(RangeRead),
+    /// The row `of` of a tree ([`Spec::tree`]) and every row above it: its parent,
+    /// that row's parent, and so on up to a row of the root list, in no order (a
+    /// recursive query). What the cycle check of a move to another parent walks.
+    Ancestors {
+        /// The row the walk starts from (the new parent).
+        of: Id,
+    },
 }
 
 /// Items of `parent` with `above < position < below`, in position order (descending if
@@ -323,6 +330,9 @@ impl Reads {
     }
     fn range(&self, r: RangeRead) -> Result<&[Row], Step> {
         self.get(Read::Range(r))
+    }
+    fn ancestors(&self, of: Id) -> Result<&[Row], Step> {
+        self.get(Read::Ancestors { of })
     }
 }
 
@@ -477,13 +487,23 @@ pub fn plan(spec: &Spec, req: &Request, reads: &Reads, locked: &[Id]) -> Result<
         split: !spec.split_by.is_empty(),
     };
     match req {
-        Request::Insert { parent, at } => p.place(*parent, at, None),
+        Request::Insert { parent, at } => {
+            // a tree's list below the root belongs to a row that must exist (its lock
+            // row would be made for any value)
+            if spec.is_tree() && *parent != Id::ROOT && reads.item(*parent)?.is_none() {
+                return Err(Step::Fail(Error::ParentNotFound { parent: *parent }));
+            }
+            p.place(*parent, at, None)
+        }
         Request::Move { item, at } => {
             let row = p.locked_item(*item)?;
             p.place(row.parent, at, Some(row))
         }
         Request::MoveToParent { item, parent, at } => {
             let row = p.locked_item(*item)?;
+            if spec.is_tree() && row.parent != *parent && *parent != Id::ROOT {
+                p.check_no_cycle(row.id, *parent)?;
+            }
             p.place(*parent, at, Some(row))
         }
         Request::MoveUp { item } | Request::MoveDown { item } => {
@@ -510,6 +530,35 @@ pub fn plan(spec: &Spec, req: &Request, reads: &Reads, locked: &[Id]) -> Result<
         Request::Remove { item } => p.remove(*item),
         Request::Reorder { parent, ids } => p.reorder(*parent, ids),
         Request::Rebalance { parent } => p.rebalance(*parent),
+    }
+}
+
+impl Planner<'_> {
+    /// Refuses to put `item` under `parent` when `parent` is `item` or below it: walks
+    /// up from `parent` through the rows read under the tree's lock (a row missing from
+    /// the walk means a concurrent change the read did not see: retried).
+    fn check_no_cycle(&self, item: Id, parent: Id) -> Result<(), Step> {
+        let rows = self.reads.ancestors(parent)?;
+        let mut cur = parent;
+        for _ in 0..=rows.len() {
+            if cur == item {
+                return Err(Step::Fail(Error::WouldCycle { id: item, parent }));
+            }
+            let Some(row) = rows.iter().find(|r| r.id == cur) else {
+                return Err(Step::Fail(if cur == parent {
+                    Error::ParentNotFound { parent }
+                } else {
+                    Error::ParentChanged { id: item }
+                }));
+            };
+            if row.parent == Id::ROOT {
+                return Ok(());
+            }
+            cur = row.parent;
+        }
+        Err(Step::Fail(Error::Inconsistent(format!(
+            "the parents above {parent} form a cycle: fix the tree's parent column (a write around the library made it)"
+        ))))
     }
 }
 

@@ -284,6 +284,7 @@ mod tests {
             id_type: crate::KeyType::Int,
             parent_type: crate::KeyType::Int,
             split_by: &[],
+            null_scope: crate::NullScope::Refused,
             filter: None,
             version: None,
             unique: None,

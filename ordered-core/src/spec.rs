@@ -35,6 +35,25 @@ impl ScopeColumn {
     }
 }
 
+/// What a NULL in the scope column means ([`Spec::null_scope`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NullScope {
+    /// The scope column is `NOT NULL`.
+    #[default]
+    Refused,
+    /// The rows whose scope is NULL are one more list, the root list ([`Id::ROOT`]):
+    /// tasks with no project. Read with `IS NULL`, locked through its lock row like
+    /// every other list ([`Spec::with_nullable_scope`]).
+    Root,
+    /// A tree: NULL is the root list and the scope column holds the key of another row
+    /// of the same table (nested checklists, folders). A move to another parent locks
+    /// the tree's root list too and is refused with [`Error::WouldCycle`] when the new
+    /// parent is the item itself or one of its descendants ([`Spec::tree`]).
+    ///
+    /// [`Error::WouldCycle`]: crate::Error::WouldCycle
+    Tree,
+}
+
 /// The names and choices that describe one ordered table. The derives of the adapters
 /// build it from the model's attributes; it can also be written by hand.
 ///
@@ -52,6 +71,7 @@ impl ScopeColumn {
 ///     parent_type: ordered_core::KeyType::Int,
 ///     filter: None,
 ///     split_by: &[],
+///     null_scope: ordered_core::NullScope::Refused,
 ///     version: Some("version"),
 ///     unique: None,
 ///     strategy: &Gapped::DEFAULT,
@@ -78,6 +98,11 @@ pub struct Spec {
     /// its first value names: a move between two lists of one board takes one lock,
     /// between boards both, in key order; the board's version covers all its lists.
     pub split_by: &'static [ScopeColumn],
+    /// What a NULL in the scope column means: refused (the default), the root list, or
+    /// the root of a tree whose parents are rows of the same table. A nullable scope
+    /// needs lock rows ([`Spec::without_parent`], [`Spec::tree`]): the root list has no
+    /// parent row to lock.
+    pub null_scope: NullScope,
     /// Which rows the lists show: an SQL predicate on the items table naming only its
     /// columns (e.g. `archived_at IS NULL`), or `None` for every row. Rows outside it
     /// (archived, soft-deleted) keep their positions, stay unique and are relabelled
@@ -130,6 +155,7 @@ impl Spec {
             id_type: KeyType::Int,
             parent_type: KeyType::Int,
             split_by: &[],
+            null_scope: NullScope::Refused,
             filter: None,
             position: "position",
             parent_table,
@@ -141,6 +167,55 @@ impl Spec {
         }
     }
 
+    /// A tree: `table`'s rows ordered per `parent`, a nullable column holding the key
+    /// of another row of `table` (NULL: the root list, [`Id::ROOT`]). Every list, the
+    /// root included, is locked and versioned through its row of the lock table
+    /// ([`Spec::without_parent`]); a move to another parent also locks the root list's
+    /// row (so moves between parents are serialized per table and a cycle check under
+    /// that lock sees every parent change) and refuses a move into the item's own
+    /// subtree. The parent column has the key column's type.
+    ///
+    /// ```
+    /// use ordered_core::{Id, KeyType, NullScope, Spec};
+    ///
+    /// const FOLDERS: Spec = Spec::tree("folders", "parent_id").with_id_type(KeyType::Uuid);
+    /// assert_eq!(FOLDERS.null_scope, NullScope::Tree);
+    /// assert_eq!(FOLDERS.parent_type, KeyType::Uuid);
+    /// assert!(FOLDERS.check_scope(Id::ROOT).is_ok());
+    /// ```
+    pub const fn tree(table: &'static str, parent: &'static str) -> Spec {
+        let mut s = Spec::without_parent(table, parent);
+        s.null_scope = NullScope::Tree;
+        s
+    }
+
+    /// NULL in the scope column is the root list ([`NullScope::Root`]); a table
+    /// [without a parent table](Spec::without_parent) only.
+    ///
+    /// ```
+    /// use ordered_core::{Id, Spec};
+    ///
+    /// const TASKS: Spec = Spec::without_parent("tasks", "project_id").with_nullable_scope();
+    /// assert!(TASKS.check_scope(Id::from(None::<i64>)).is_ok());
+    /// assert!(TASKS.check_scope(Id::from(Some(7))).is_ok());
+    /// ```
+    pub const fn with_nullable_scope(mut self) -> Spec {
+        if matches!(self.null_scope, NullScope::Refused) {
+            self.null_scope = NullScope::Root;
+        }
+        self
+    }
+
+    /// Whether NULL in the scope column is a list (the root list, [`Id::ROOT`]).
+    pub fn nullable(&self) -> bool {
+        self.null_scope != NullScope::Refused
+    }
+
+    /// Whether the table is a tree ([`Spec::tree`]).
+    pub fn is_tree(&self) -> bool {
+        self.null_scope == NullScope::Tree
+    }
+
     /// The items' key column.
     pub const fn with_id(mut self, column: &'static str) -> Spec {
         self.id = column;
@@ -150,6 +225,10 @@ impl Spec {
     /// How the items' key column stores keys.
     pub const fn with_id_type(mut self, ty: KeyType) -> Spec {
         self.id_type = ty;
+        // a tree's parent column holds keys of the same table
+        if matches!(self.null_scope, NullScope::Tree) {
+            self.parent_type = ty;
+        }
         self
     }
 
@@ -261,6 +340,9 @@ impl Spec {
     /// Whether `scope` names a collection of this table: one value per scope column,
     /// each of the column's type.
     pub fn fits_scope(&self, scope: Id) -> bool {
+        if self.nullable() && scope == Id::ROOT {
+            return true;
+        }
         if self.is_global() {
             return scope == Id::GLOBAL;
         }
@@ -282,6 +364,9 @@ impl Spec {
     /// [`Error::WrongScope`]: crate::Error::WrongScope
     pub fn check_scope(&self, scope: Id) -> Result<Id, crate::Error> {
         if self.split_by.is_empty() && !self.is_global() {
+            if self.nullable() && scope == Id::ROOT {
+                return Ok(scope);
+            }
             return scope.checked(self.parent_type);
         }
         if self.fits_scope(scope) {
@@ -311,6 +396,24 @@ impl Spec {
             || self.parent_type.is_text()
             || !self.split_by.is_empty()
             || self.is_global()
+            || self.nullable()
+    }
+
+    /// What this description cannot be used for, before any statement: a nullable
+    /// scope with a parent table (its root list has no parent row to lock) or with more
+    /// scope columns.
+    pub fn misfit(&self) -> Option<crate::Error> {
+        if self.nullable() && !self.locks_rows() {
+            return Some(crate::Error::InvalidRequest(
+                "a nullable scope needs a table without a parent table (Spec::without_parent or Spec::tree): the root list has no parent row to lock",
+            ));
+        }
+        if self.nullable() && (!self.split_by.is_empty() || self.is_global()) {
+            return Some(crate::Error::InvalidRequest(
+                "a nullable scope is one scope column: it cannot be split by more columns or be a global list",
+            ));
+        }
+        None
     }
 
     /// The position column.

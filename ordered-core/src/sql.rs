@@ -102,6 +102,9 @@ pub struct Wire {
     /// The table is one list ([`Spec::global`]): every row's collection is
     /// [`Id::GLOBAL`].
     pub global: bool,
+    /// The scope column may be NULL ([`Spec::nullable`]): `o_parent` is `''` for the
+    /// root list ([`Id::ROOT`]) and `=` followed by the key for any other.
+    pub nullable: bool,
 }
 
 /// A value the database handed back that does not parse as the key or position its
@@ -126,6 +129,7 @@ impl Wire {
         parent: KeyType::Int,
         split: &[],
         global: false,
+        nullable: false,
     };
 
     /// How the statements of `spec`'s table hand back their rows.
@@ -137,6 +141,7 @@ impl Wire {
             parent: spec.parent_type,
             split: spec.split_by,
             global: spec.is_global(),
+            nullable: spec.nullable(),
         }
     }
 
@@ -156,6 +161,8 @@ impl Wire {
             id: parse_key(self.id, id)?,
             parent: if self.global {
                 Id::GLOBAL
+            } else if self.nullable {
+                self.nullable_scope(parent)?
             } else if self.split.is_empty() {
                 self.parent_key(parent)?
             } else {
@@ -188,6 +195,21 @@ impl Wire {
             return Err(bad());
         }
         Id::tuple(parts).map_err(|_| bad())
+    }
+
+    /// The collection of a row of a table with a nullable scope column: `''` is the
+    /// root list, `=<key>` any other.
+    fn nullable_scope(&self, s: &str) -> Result<Id, DecodeError> {
+        if s.is_empty() {
+            return Ok(Id::ROOT);
+        }
+        match s.strip_prefix('=') {
+            Some(key) => parse_key(self.parent, key),
+            None => Err(DecodeError {
+                value: s.to_owned(),
+                expected: "a nullable scope value",
+            }),
+        }
     }
 
     /// A parent key (a parent row's `o_id`) handed back as text.
@@ -317,6 +339,10 @@ impl B {
             if let Some(a) = alias {
                 self.s(a).s(".");
             }
+            if spec.nullable() && scope == Id::ROOT {
+                // the root list: never `= NULL`, which matches no row
+                return self.id(spec.parent).s(" IS NULL");
+            }
             return self.id(spec.parent).s(" = ").scope(spec, scope);
         }
         if scope.parts().count() != spec.split_by.len() + 1 {
@@ -378,6 +404,20 @@ impl B {
             return self.cast_text(|b| {
                 b.s("''");
             });
+        }
+        if spec.nullable() {
+            // '' for the root list (NULL), '=' and the key for any other: a LEFT JOIN's
+            // missing row has a NULL o_id, and Wire::row tells '' from an empty key
+            self.s("COALESCE(");
+            if self.d == Dialect::Mysql {
+                self.s("CONCAT('=', ");
+                self.out_key(true, spec.parent_type, |b| col(b, spec.parent));
+                self.s(")");
+            } else {
+                self.s("'=' || ");
+                self.out_key(true, spec.parent_type, |b| col(b, spec.parent));
+            }
+            return self.s(", '')");
         }
         if spec.split_by.is_empty() {
             return self.out_key(text, spec.parent_type, |b| col(b, spec.parent));
@@ -512,7 +552,7 @@ fn item_columns_of(b: &mut B, spec: &Spec, alias: Option<&str>) {
 /// - SQLite: the transaction is `BEGIN IMMEDIATE`; a read, then the bump.
 pub fn lock_parent(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Vec<Statement> {
     if spec.locks_rows() {
-        return lock_row(d, spec, parent);
+        return lock_row(d, spec, parent, bump);
     }
     let mut out = vec![lock(d, spec, LockTarget::Parent(parent), bump)];
     out.extend(bump_after_lock(d, spec, parent, bump));
@@ -523,8 +563,11 @@ pub fn lock_parent(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Vec<State
 /// upsert of its row in the lock table that takes the row lock and bumps the version
 /// (creating the row, at version 1, on the collection's first write), then the version
 /// as it was before, one row `o_count` ([`Returns::Count`]): from the upsert itself on
-/// PostgreSQL and SQLite (`RETURNING`), from a read of the locked row on MySQL.
-fn lock_row(d: Dialect, spec: &Spec, scope: Id) -> Vec<Statement> {
+/// PostgreSQL and SQLite (`RETURNING`), from a read of the locked row on MySQL. Without
+/// `bump` the upsert sets the version to itself: the same row lock, the version kept
+/// (a tree's root list locked only to serialize moves between parents).
+fn lock_row(d: Dialect, spec: &Spec, scope: Id, bump: bool) -> Vec<Statement> {
+    let inc = i64::from(bump);
     let key = |b: &mut B| {
         b.bind(Arg::Text(spec.table.to_owned()))
             .s(", ")
@@ -542,21 +585,18 @@ fn lock_row(d: Dialect, spec: &Spec, scope: Id) -> Vec<Statement> {
         .id("version")
         .s(") VALUES (");
     key(&mut b);
-    b.s(", 1)");
+    let _ = write!(b.sql, ", {inc})");
     match d {
         Dialect::Mysql => {
             b.s(" ON DUPLICATE KEY UPDATE ")
                 .id("version")
                 .s(" = ")
-                .id("version")
-                .s(" + 1");
+                .id("version");
+            let _ = write!(b.sql, " + {inc}");
             let mut r = B::new(d);
-            r.s("SELECT CAST(")
-                .id("version")
-                .s(" - 1 AS SIGNED) AS o_count FROM ")
-                .id(t)
-                .s(" WHERE ")
-                .lock_row_is(spec, scope);
+            r.s("SELECT CAST(").id("version");
+            let _ = write!(r.sql, " - {inc} AS SIGNED) AS o_count FROM ");
+            r.id(t).s(" WHERE ").lock_row_is(spec, scope);
             vec![b.done(Returns::Nothing), r.done(Returns::Count)]
         }
         _ => {
@@ -569,12 +609,13 @@ fn lock_row(d: Dialect, spec: &Spec, scope: Id) -> Vec<Statement> {
                 .s(" = ")
                 .id(t)
                 .s(".")
-                .id("version")
-                .s(" + 1 RETURNING ")
-                .cast_int(|b| {
-                    b.id("version").s(" - 1");
-                })
-                .s(" AS o_count");
+                .id("version");
+            let _ = write!(b.sql, " + {inc} RETURNING ");
+            b.cast_int(|b| {
+                b.id("version");
+                let _ = write!(b.sql, " - {inc}");
+            })
+            .s(" AS o_count");
             vec![b.done(Returns::Count)]
         }
     }
@@ -891,6 +932,21 @@ pub fn read(d: Dialect, spec: &Spec, r: &Read, locking: bool) -> Statement {
             b.id(spec.id).s(" = ").item(spec, *id);
         }
         Read::Range(r) => range(&mut b, spec, r),
+        Read::Ancestors { of } => {
+            // the chain of parents up from `of` (UNION, not UNION ALL: a cycle already
+            // in the data ends the walk instead of looping)
+            b.id(spec.id).s(" IN (WITH RECURSIVE o_up(o_k) AS (SELECT ");
+            b.id(spec.id).s(" FROM ").id(spec.table).s(" WHERE ");
+            b.id(spec.id).s(" = ").item(spec, *of);
+            b.s(" UNION SELECT o_t.")
+                .id(spec.parent)
+                .s(" FROM ")
+                .id(spec.table);
+            b.s(" o_t JOIN o_up ON o_t.")
+                .id(spec.id)
+                .s(" = o_up.o_k WHERE o_t.");
+            b.id(spec.parent).s(" IS NOT NULL) SELECT o_k FROM o_up)");
+        }
     }
     if locking && d == Dialect::Mysql {
         b.s(" FOR UPDATE");

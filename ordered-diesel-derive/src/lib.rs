@@ -343,7 +343,64 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
         .cloned()
         .unwrap_or_else(|| Ident::new("id", Span::call_site()));
     let split = if global { &[][..] } else { &scopes[1..] };
-    let parent = a.parent.as_ref().map(|v| v.value.clone());
+    // a scope field of type `Option<_>`: NULL is the root list; `parent` naming the
+    // model's own table: a tree
+    let scope_field = match &ast.data {
+        Data::Struct(s) if !global => s.fields.iter().find(|f| f.ident.as_ref() == Some(&scope)),
+        _ => None,
+    };
+    let nullable = scope_field.is_some_and(|f| type_name(&f.ty).as_deref() == Some("Option"));
+    let tree = a
+        .parent
+        .as_ref()
+        .is_some_and(|p| last_ident(&p.value) == last_ident(&table));
+    if let (Some(p), true) = (&a.parent, tree) {
+        if !nullable {
+            return Err(syn::Error::new(
+                p.value.span(),
+                "a tree's parent column is nullable (NULL: the root list): make the scope field `Option<_>` and its column `Nullable<_>`",
+            ));
+        }
+        if !split.is_empty() {
+            return Err(syn::Error::new(
+                p.value.span(),
+                "a tree is ordered per its parent column alone: give `scope` one column",
+            ));
+        }
+        for (v, name) in [
+            (a.parent_key.as_ref().map(|v| &v.key), "parent_key"),
+            (a.version.as_ref().map(|v| &v.key), "version"),
+        ] {
+            if let Some(k) = v {
+                return Err(syn::Error::new(
+                    k.span(),
+                    format!(
+                        "`{name}` does not apply to a tree: its lists are locked and versioned in the lock table (`ordered_locks`), the root list included"
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(f) = scope_field.filter(|_| nullable) {
+        if let (Some(p), false) = (&a.parent, tree) {
+            return Err(syn::Error::new(
+                p.key.span(),
+                "a nullable scope (NULL: the root list) has no parent row to lock for its root list: leave out `parent` (each list is locked in the lock table), or name this model's own table for a tree",
+            ));
+        }
+        if !split.is_empty() {
+            return Err(syn::Error::new(
+                f.ty.span(),
+                "a nullable scope is one column: a list per several columns cannot have a NULL part",
+            ));
+        }
+    }
+    let null_scope = match (nullable, tree) {
+        (false, _) => quote!(::ordered_diesel::NullScope::Refused),
+        (true, false) => quote!(::ordered_diesel::NullScope::Root),
+        (true, true) => quote!(::ordered_diesel::NullScope::Tree),
+    };
+    let parent = a.parent.as_ref().map(|v| v.value.clone()).filter(|_| !tree);
     let parent_key = a
         .parent_key
         .as_ref()
@@ -498,11 +555,15 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
             checks.push(quote_spanned!(ty.span()=> key_field::<<#ty as ::ordered_diesel::KeyField>::Sql, #st>();));
         }
     }
-    // the scope column holds the parent's keys (no parent table: nothing to match)
+    // the scope column holds the parent's keys (no parent table: nothing to match; a
+    // tree: the model's own keys)
     let same_key = match &parent {
         Some(parent) => {
             let pk_st = sql_type(parent, &parent_key);
             quote_spanned!(scope.span()=> same_key::<#scope_st, #pk_st>();)
+        }
+        None if tree => {
+            quote_spanned!(scope.span()=> same_key::<#scope_st, ::ordered_diesel::__private::diesel::sql_types::Nullable<#id_st>>();)
         }
         None => quote!(),
     };
@@ -533,6 +594,7 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
                     id_type: #id_type,
                     parent_type: #parent_type,
                     split_by: &[#(#split_by),*],
+                    null_scope: #null_scope,
                     filter: #filter,
                     version: #version,
                     unique: #unique,

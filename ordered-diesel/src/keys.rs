@@ -9,6 +9,7 @@
 //! | `Uuid` (PostgreSQL, feature `uuid`) | `uuid::Uuid` | [`KeyType::Uuid`] |
 //! | `Binary` (MySQL `BINARY(16)`, an SQLite blob) | `Vec<u8>` (16 bytes) | [`KeyType::Uuid`] |
 //! | `Text` (`VARCHAR`, `CHAR(36)`, MariaDB's `UUID`) | `String` | [`KeyType::Text`] |
+//! | `Nullable<_>` of any of these (a scope column only: NULL is the root list) | `Option<_>` of its field type | the same |
 //!
 //! Diesel maps `uuid::Uuid` to PostgreSQL's `uuid` only; on MySQL and SQLite a UUID
 //! column is `Binary` with a `Vec<u8>` field (pass `Id::from(Uuid::from_slice(&v)?)`),
@@ -20,7 +21,7 @@ use ordered_core::KeyType;
 /// A `table!` SQL type that can hold keys, and how the library binds and reads it.
 #[diagnostic::on_unimplemented(
     message = "a column of SQL type `{Self}` cannot hold an ordered table's keys",
-    note = "key and scope columns are `BigInt`, `Integer`, `SmallInt`, `Uuid` (PostgreSQL), `Binary` (16-byte UUIDs) or `Text`; a nullable scope (a tree's root list) is not supported yet"
+    note = "key and scope columns are `BigInt`, `Integer`, `SmallInt`, `Uuid` (PostgreSQL), `Binary` (16-byte UUIDs) or `Text`; a nullable scope column (NULL: the root list) is `Nullable<_>` of one of them"
 )]
 pub trait KeyColumn {
     /// How the column stores keys.
@@ -71,6 +72,17 @@ keys! {
     SmallInt => KeyType::Int, i16;
     Text => KeyType::Text, String;
     Binary => KeyType::Uuid, Vec<u8>;
+}
+
+/// A nullable scope column: NULL is the root list (`Id::ROOT`).
+impl<ST: KeyColumn> KeyColumn for diesel::sql_types::Nullable<ST> {
+    const TYPE: KeyType = ST::TYPE;
+}
+
+/// A nullable scope field reads a `Nullable` column.
+#[diagnostic::do_not_recommend]
+impl<F: KeyField> KeyField for Option<F> {
+    type Sql = diesel::sql_types::Nullable<F::Sql>;
 }
 
 #[cfg(any(feature = "postgres", feature = "async-postgres"))]

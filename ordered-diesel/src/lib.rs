@@ -126,8 +126,8 @@ pub use ordered_core::key;
 pub use ordered_core::sql;
 pub use ordered_core::{
     Dense, Dialect, Fractional, Gapped, Id, Key, KeyType, Listing, MAX_POSITION, MIN_POSITION,
-    Ordered, Outcome, Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report,
-    Request, RetryPolicy, Row, ScopeColumn, ScopeKey, Spec,
+    NullScope, Ordered, Outcome, Placement, Position, PositionKind, PositionStrategy,
+    RebalancePolicy, Report, Request, RetryPolicy, Row, ScopeColumn, ScopeKey, Spec,
 };
 
 #[doc(hidden)]
@@ -149,6 +149,7 @@ pub mod __private {
         id_type: ordered_core::KeyType::Int,
         parent_type: ordered_core::KeyType::Int,
         split_by: &[],
+        null_scope: ordered_core::NullScope::Refused,
         filter: None,
         version: None,
         unique: None,

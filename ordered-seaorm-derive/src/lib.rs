@@ -254,11 +254,69 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
             "`parent_key` and `version` name columns of the parent table; without `parent_table` the collections are locked and versioned in the lock table (`ordered_locks`)",
         ));
     }
-    let locks_rows = c.parent_table.is_none();
-    let parent_table = c.parent_table.as_ref().map_or_else(
-        || quote!(::ordered_seaorm::__private::LOCK_TABLE),
-        |p| quote!(#p),
-    );
+    // the entity's own table (`#[sea_orm(table_name = "...")]`): a parent table of
+    // that name makes a tree
+    let mut own_table = None;
+    for attr in &ast.attrs {
+        if attr.path().is_ident("sea_orm") {
+            let _ = attr.parse_nested_meta(|meta| {
+                if meta.path.is_ident("table_name") {
+                    let v: LitStr = meta.value()?.parse()?;
+                    own_table = Some(v.value());
+                } else if meta.input.peek(syn::Token![=]) {
+                    let _: syn::Expr = meta.value()?.parse()?;
+                }
+                Ok(())
+            });
+        }
+    }
+    let is_option = |ty: &syn::Type| match ty {
+        syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "Option"),
+        _ => false,
+    };
+    let nullable = !global && is_option(&scope_ty);
+    let tree = c
+        .parent_table
+        .as_ref()
+        .is_some_and(|p| own_table.as_deref() == Some(p.value().as_str()));
+    if let Some(p) = c.parent_table.as_ref().filter(|_| tree) {
+        if !nullable {
+            return Err(syn::Error::new(
+                p.span(),
+                "a tree's parent column is nullable (NULL: the root list): make the scope field `Option<_>`",
+            ));
+        }
+        if let Some(v) = c.parent_key.as_ref().or(c.version.as_ref()) {
+            return Err(syn::Error::new(
+                v.span(),
+                "`parent_key` and `version` do not apply to a tree: its lists are locked and versioned in the lock table (`ordered_locks`), the root list included",
+            ));
+        }
+    }
+    if nullable {
+        if let (Some(p), false) = (&c.parent_table, tree) {
+            return Err(syn::Error::new(
+                p.span(),
+                "a nullable scope (NULL: the root list) has no parent row to lock for its root list: leave out `parent_table` (each list is locked in the lock table), or name the entity's own table for a tree",
+            ));
+        }
+        if !split.is_empty() {
+            return Err(syn::Error::new_spanned(
+                &scope_ty,
+                "a nullable scope is one column: a list per several columns cannot have a NULL part",
+            ));
+        }
+    }
+    let null_scope = match (nullable, tree) {
+        (false, _) => quote!(::ordered_seaorm::NullScope::Refused),
+        (true, false) => quote!(::ordered_seaorm::NullScope::Root),
+        (true, true) => quote!(::ordered_seaorm::NullScope::Tree),
+    };
+    let locks_rows = c.parent_table.is_none() || tree;
+    let parent_table = match c.parent_table.as_ref().filter(|_| !tree) {
+        None => quote!(::ordered_seaorm::__private::LOCK_TABLE),
+        Some(p) => quote!(#p),
+    };
     let (id, id_type) = match id {
         Some((v, ty)) => (v, key_type(&ty)),
         None => (
@@ -396,6 +454,7 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
                         split_by: SPLIT.get_or_init(|| {
                             [#(::ordered_seaorm::ScopeColumn::new(Column::#split_cols.as_str(), #split_types)),*]
                         }),
+                        null_scope: #null_scope,
                         filter: #filter,
                         version: #version,
                         unique: #unique,

@@ -88,8 +88,8 @@ pub use ordered_core::Error as OrderingError;
 pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
 pub use ordered_core::{
     Dense, Dialect, Fractional, Gapped, Id, Key, KeyType, Listing, MAX_POSITION, MIN_POSITION,
-    Outcome, Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report, Request,
-    RetryPolicy, Row, ScopeColumn, ScopeKey, Spec, key, sql,
+    NullScope, Outcome, Placement, Position, PositionKind, PositionStrategy, RebalancePolicy,
+    Report, Request, RetryPolicy, Row, ScopeColumn, ScopeKey, Spec, key, sql,
 };
 
 /// A model field type that can hold an ordered table's keys (the primary key and the
@@ -99,7 +99,7 @@ pub use ordered_core::{
 /// blob on SQLite).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be an ordered table's key or scope",
-    note = "keys are `i64`, `i32`, `i16`, `String` or `uuid::Uuid` (feature `uuid`); a nullable scope (a tree's root list) is not supported yet"
+    note = "keys are `i64`, `i32`, `i16`, `String` or `uuid::Uuid` (feature `uuid`); a nullable scope (NULL: the root list) is `Option<_>` of one of them"
 )]
 pub trait KeyField {
     /// How the column stores the key.
@@ -117,6 +117,12 @@ macro_rules! key_fields {
 key_fields!(i64, i32, i16, String);
 #[cfg(feature = "uuid")]
 key_fields!(uuid::Uuid);
+
+/// A nullable scope field: NULL is the root list ([`Id::ROOT`]).
+#[diagnostic::do_not_recommend]
+impl<K: KeyField> KeyField for Option<K> {
+    const TYPE: KeyType = K::TYPE;
+}
 
 /// An entity whose rows are ordered within a parent. Implemented by
 /// `#[derive(DeriveOrdered)]`.

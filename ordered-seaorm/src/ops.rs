@@ -870,8 +870,33 @@ where
     A::Entity: OrderedEntity,
 {
     let split = <A::Entity as OrderedEntity>::split_columns();
-    if <A::Entity as OrderedEntity>::spec().is_global() {
+    let spec = <A::Entity as OrderedEntity>::spec();
+    if spec.is_global() {
         // one list: no scope column to set
+    } else if spec.nullable() && slot.parent == Id::ROOT {
+        // the root list: a NULL of the column's own value type
+        let column = <A::Entity as OrderedEntity>::scope_column();
+        let nulls = [
+            Value::BigInt(None),
+            Value::Int(None),
+            Value::SmallInt(None),
+            Value::String(None),
+            #[cfg(feature = "uuid")]
+            Value::Uuid(None),
+        ];
+        let mut last = None;
+        for v in nulls {
+            match row.try_set(column, v) {
+                Ok(()) => {
+                    last = None;
+                    break;
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        if let Some(e) = last {
+            return Err(e);
+        }
     } else if split.is_empty() {
         set_key(
             row,

@@ -65,6 +65,7 @@ async fn derived_entity_playlist_scenario() {
             id_type: ordered_core::KeyType::Int,
             parent_type: ordered_core::KeyType::Int,
             split_by: &[],
+            null_scope: ordered_core::NullScope::Refused,
             filter: None,
             ..spec
         };

@@ -33,6 +33,10 @@ pub struct Schema {
     /// one in 2, which the library's adoption migration (`adopt_ordering`) takes over.
     /// The seeded rows are items 0 to 4, in the order they were inserted.
     pub adopt: bool,
+    /// A tree ([`ordered_core::Spec::tree`]): the scope column holds the key of another
+    /// row of the same table, NULL for the root list. Collection 0 is the root list;
+    /// collection `n > 0` the children of the item created `n - 1`th.
+    pub tree: bool,
 }
 
 impl Schema {
@@ -47,6 +51,7 @@ impl Schema {
         no_parent: false,
         global: false,
         adopt: false,
+        tree: false,
     };
     /// `BIGINT` keys, fractional-key positions.
     pub const KEYS: Schema = Schema {
@@ -58,6 +63,12 @@ impl Schema {
     pub fn parent(&self, p: i64) -> Id {
         if self.global {
             return Id::GLOBAL;
+        }
+        if self.tree {
+            return match p {
+                0 => Id::ROOT,
+                n => key(self.id, n.unsigned_abs(), "card"),
+            };
         }
         if !self.split {
             return key(self.parent, p.unsigned_abs(), "list");
@@ -76,6 +87,8 @@ impl Schema {
     pub fn collections(&self) -> Vec<i64> {
         if self.global {
             vec![1]
+        } else if self.tree {
+            (0..=8).collect()
         } else if self.no_parent {
             vec![1, 2, 3, 77]
         } else if self.split {
@@ -308,7 +321,41 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
         Move(0, Between(Some(3), Some(1))), // 5: stale
         Rebalance(1),
     ];
+    // collection 0 is the root list, n the children of item n - 1
+    let tree = vec![
+        Insert(0, Last),                      // 0
+        Insert(0, Last),                      // 1
+        Insert(1, Last),                      // 2: under 0
+        Insert(1, Last),                      // 3: under 0
+        Insert(3, Last),                      // 4: under 2
+        Insert(0, First),                     // 5: root 5 0 1
+        MoveTo(1, 1, First),                  // 6: 1 under 0 (from the root list): 1 2 3
+        MoveTo(0, 3, Last),                   // 7: 0 under its grandchild 2's list: a cycle
+        MoveTo(0, 1, Last),                   // 8: 0 under itself: a cycle
+        MoveTo(2, 0, After(5)),               // 9: 2 (and 4 below it) to the root: 5 2 0
+        MoveTo(0, 3, Last),                   // 10: now 0 under 2: allowed; 2's children 4 0
+        MoveTo(2, 1, Last),                   // 11: 2 under 0, which is under 2: a cycle
+        Move(3, First),                       // 12: 0's children 3 1
+        MoveTo(4, 79, Last),                  // 13: under an item that does not exist
+        Insert(79, Last),                     // 14: likewise
+        MoveExpecting(3, Last, 1),            // 15: stale version
+        Insert(0, Between(Some(5), Some(2))), // 16 (item 6): root 5 6 2
+        MoveTo(3, 7, First),                  // 17: 3 under 6: between two lists below the root
+        Remove(5),                            // 18: root 6 2
+        Reorder(0, vec![2, 6]),               // 19
+        Rebalance(1),                         // 20
+    ];
     vec![
+        (
+            "tree_cycle",
+            Schema {
+                id: KeyType::Uuid,
+                parent: KeyType::Uuid,
+                tree: true,
+                ..ints
+            },
+            tree,
+        ),
         (
             "adopt_existing_column",
             Schema {

@@ -117,12 +117,20 @@ fn spec(script: &str, orm: &str, schema: Schema) -> Spec {
         id_type: schema.id,
         parent_type: schema.parent,
         split_by: if schema.split { &STATUS } else { &[] },
+        null_scope: ordered_core::NullScope::Refused,
         filter: schema.hidden.then_some("archived = 0"),
         version: Some("version"),
         unique: None,
         strategy,
         policy: RebalancePolicy::Window,
     };
+    if schema.tree {
+        return Spec {
+            filter: s.filter,
+            strategy,
+            ..Spec::tree(s.table, s.parent).with_id_type(schema.id)
+        };
+    }
     if schema.no_parent || schema.global {
         let base = if schema.global {
             Spec::global(s.table)
@@ -328,6 +336,25 @@ fn insert(d: Dialect, s: &Spec, id: Option<Id>, scope: Id, pos: &Position) -> Ve
     // a split table: the parent key, then the status
     let mut parts = scope.parts();
     let parent = parts.next().unwrap_or(Id::GLOBAL);
+    if let Some(id) = id
+        && s.nullable()
+        && parent == Id::ROOT
+    {
+        // the root list: a NULL scope
+        let (id_ph, id_arg) = sql::key_param(d, s.id_type, id, 1);
+        return vec![Statement {
+            sql: format!(
+                "INSERT INTO {} ({}, {}, {}) VALUES ({id_ph}, NULL, {})",
+                q(s.table),
+                q("id"),
+                q("parent_id"),
+                q("position"),
+                ph(2)
+            ),
+            args: vec![id_arg, arg],
+            returns: Returns::Nothing,
+        }];
+    }
     if let Some(id) = id {
         let (id_ph, id_arg) = sql::key_param(d, s.id_type, id, 1);
         let (p_ph, p_arg) = sql::key_param(d, s.parent_type, parent, 2);
@@ -1011,6 +1038,52 @@ fn expected(engine: &str, name: &str, d: &Run) {
             // fresh tables: item n has id n + 1
             assert_eq!(ids(&d.1), [2, 7, 5, 3, 1, 4, 8, 9], "{engine} {name}");
         }
+    }
+    if name == "tree_cycle" {
+        for i in [0, 1, 2, 3, 4, 5, 6, 9, 10, 12, 16, 17, 18, 19, 20] {
+            let _ = ok(i);
+        }
+        for i in [7, 8, 11] {
+            assert!(
+                matches!(d.0[i], Err(ordered_core::Error::WouldCycle { .. })),
+                "{engine} {name} step {i}: {:?}",
+                d.0[i]
+            );
+        }
+        for i in [13, 14] {
+            assert!(
+                matches!(d.0[i], Err(ParentNotFound { .. })),
+                "{engine} {name} step {i}: {:?}",
+                d.0[i]
+            );
+        }
+        assert!(
+            matches!(d.0[15], Err(VersionConflict { .. })),
+            "{engine} {name}"
+        );
+        // a move between two lists below the root also takes the root's lock, but
+        // neither bumps nor reports its version
+        assert_eq!(ok(17).versions.len(), 2, "{engine} {name}: {:?}", d.0[17]);
+        // a move out of the root list reports (and bumps) it
+        assert_eq!(ok(6).versions.len(), 2, "{engine} {name}");
+        let schema = Schema {
+            id: KeyType::Uuid,
+            parent: KeyType::Uuid,
+            tree: true,
+            ..Schema::INTS
+        };
+        let item = |n: usize| schema.item(n).unwrap();
+        // root 2 6; 0's children 1; 2's children 4 0; 6's children 3
+        let want = [
+            (item(2), Id::ROOT),
+            (item(6), Id::ROOT),
+            (item(1), item(0)),
+            (item(4), item(2)),
+            (item(0), item(2)),
+            (item(3), item(6)),
+        ];
+        let got: Vec<(Id, Id)> = d.1.iter().map(|r| (r.id, r.parent)).collect();
+        assert_eq!(got, want, "{engine} {name}");
     }
     if name == "global_list" {
         assert!(

@@ -10,7 +10,9 @@
 //! order), keeping its order (or the `--backfill` order). `--scope board_id,status` orders
 //! per several columns (the first names the parent row). Without `--parent` the
 //! collections are locked and versioned in the lock table (`ordered_locks`, created if
-//! missing); without `--scope` either, the table is one global list.
+//! missing); without `--scope` either, the table is one global list. `--nullable-scope`:
+//! NULL in the scope column is the root list (locked in the lock table, so no
+//! `--parent`); `--parent` naming the table itself with it makes a tree.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -75,6 +77,10 @@ struct Args {
     /// order (ties by id, NULLs last), or the `--backfill` order when given.
     #[arg(long)]
     adopt: bool,
+    /// NULL in the scope column is the root list (no `--parent`, or `--parent` naming
+    /// the table itself: a tree).
+    #[arg(long = "nullable-scope")]
+    nullable_scope: bool,
     /// Where the migrations live.
     #[arg(long, default_value = "migrations")]
     dir: PathBuf,
@@ -112,6 +118,13 @@ fn main() -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
+    let tree = a.nullable_scope && a.parent.as_deref() == Some(a.table.as_str());
+    if a.nullable_scope && a.parent.is_some() && !tree {
+        eprintln!(
+            "ordered-diesel-migration: a nullable scope's root list has no parent row: leave out --parent (the lists are locked in the lock table), or name the table itself for a tree"
+        );
+        return ExitCode::FAILURE;
+    }
     let mut scope = a.scope.into_iter().map(leak);
     let first = scope.next().unwrap_or("");
     // the migration's statements name key columns but never bind a key
@@ -119,7 +132,9 @@ fn main() -> ExitCode {
         .map(|c| ScopeColumn::new(c, ordered_diesel::KeyType::Int))
         .collect();
     let base = match a.parent {
+        _ if tree => Spec::tree("", first),
         Some(p) => Spec::new("", first, leak(p)).with_parent_id(leak(a.parent_key)),
+        None if a.nullable_scope => Spec::without_parent("", first).with_nullable_scope(),
         None => Spec::without_parent("", first),
     };
     let version = if base.locks_rows() {

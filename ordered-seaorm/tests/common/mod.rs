@@ -86,6 +86,7 @@ pub fn spec_for(
         id_type: ordered_core::KeyType::Int,
         parent_type: ordered_core::KeyType::Int,
         split_by: &[],
+        null_scope: ordered_core::NullScope::Refused,
         filter: None,
         version: Some("version"),
         unique: None,
