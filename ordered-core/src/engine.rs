@@ -601,9 +601,7 @@ impl Operation {
                     if let Some(e) = self.spec.misfit() {
                         return Err(e);
                     }
-                    let idem = self
-                        .idempotency
-                        .and_then(|i| i.checked(self.spec.id_type).err());
+                    let idem = self.idempotency.and_then(|i| self.spec.check_item(i).err());
                     if let Some(e) = self.req.misfit(&self.spec).or(idem) {
                         return Err(e);
                     }

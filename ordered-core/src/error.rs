@@ -38,6 +38,17 @@ pub enum Error {
         /// The scope columns and their types.
         columns: String,
     },
+    /// An item of an association table ([`Spec::link`](crate::Spec::link)) named by
+    /// something other than its scope value(s) and its own key, in order.
+    #[error(
+        "{key} does not name a row of this association table: give its list and its own key, in order ({columns})"
+    )]
+    WrongLinkKey {
+        /// The key given.
+        key: Id,
+        /// The key columns and their types.
+        columns: String,
+    },
     /// The parent (the collection's owner row) does not exist.
     #[error("parent {parent} not found; create the parent row before adding items")]
     ParentNotFound {
@@ -263,7 +274,7 @@ impl Error {
     /// engine: `not_found`, `parent_not_found`, `not_in_collection`, `would_cycle`,
     /// `stale_neighbours`, `version_conflict`, `self_reference`, `exhausted`,
     /// `index_out_of_range`, `reorder_mismatch`, `invalid_position`, `invalid_key`,
-    /// `wrong_key_type`, `wrong_scope`, `parent_changed`, `already_applied`, `key_collation`,
+    /// `wrong_key_type`, `wrong_scope`, `wrong_link_key`, `parent_changed`, `already_applied`, `key_collation`,
     /// `version_column_required`, `commit_dropped`, `partially_applied`,
     /// `invalid_request`, `schema_mismatch`, `inconsistent`.
     ///
@@ -285,6 +296,7 @@ impl Error {
             Error::ParentNotFound { .. } => "parent_not_found",
             Error::WrongKeyType { .. } => "wrong_key_type",
             Error::WrongScope { .. } => "wrong_scope",
+            Error::WrongLinkKey { .. } => "wrong_link_key",
             Error::NotInCollection { .. } => "not_in_collection",
             Error::WouldCycle { .. } => "would_cycle",
             Error::StaleNeighbours { .. } => "stale_neighbours",
@@ -325,6 +337,7 @@ impl Error {
             | Error::InvalidKey(_)
             | Error::WrongKeyType { .. }
             | Error::WrongScope { .. }
+            | Error::WrongLinkKey { .. }
             | Error::InvalidRequest(_) => Status::Unprocessable,
             Error::ParentChanged { .. } | Error::CommitDropped => Status::RetryLater,
             Error::Exhausted

@@ -670,13 +670,25 @@ fn primary_key(d: Dialect, ty: KeyType) -> String {
 /// Creates a new ordered table: `id` primary key, the parent column referencing the
 /// parent table (`ON DELETE CASCADE`), the further scope columns of
 /// [`Spec::split_by`], the position column with its CHECK and unique constraint on
-/// every scope column and the position, and `columns` (name, SQL type) of your own. The parent table (with its
-/// version column, if any) must exist: see [`create_parent_table`].
+/// every scope column and the position, and `columns` (name, SQL type) of your own. The
+/// parent table (with its version column, if any) must exist: see
+/// [`create_parent_table`]. An association table ([`Spec::link`]) is keyed by its
+/// scope columns and `id` instead (`PRIMARY KEY (playlist_id, track_id)`); a tree
+/// ([`Spec::tree`]) has a nullable parent column referencing its own key.
 pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migration {
     let t = q(d, spec.table);
     let id_ty = primary_key(d, spec.id_type);
     let parent_ty = key_column_type(d, spec.parent_type);
-    let mut cols = vec![format!("{} {id_ty}", q(d, spec.id))];
+    let mut cols = if spec.is_link() {
+        // an association row: keyed by its list and its own key (a constraint below)
+        vec![format!(
+            "{} {} NOT NULL",
+            q(d, spec.id),
+            key_column_type(d, spec.id_type)
+        )]
+    } else {
+        vec![format!("{} {id_ty}", q(d, spec.id))]
+    };
     if spec.is_tree() {
         // the parent is a row of this table; NULL: the root list. Deleting a row
         // deletes its subtree
@@ -715,6 +727,14 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
         q(d, spec.position),
         column_type(d, spec)
     ));
+    if spec.is_link() {
+        let key: Vec<String> = spec
+            .scope_columns()
+            .map(|(c, _)| q(d, c))
+            .chain(std::iter::once(q(d, spec.id)))
+            .collect();
+        cols.push(format!("PRIMARY KEY ({})", key.join(", ")));
+    }
     // a table constraint: MariaDB refuses a named CHECK inside a column definition
     cols.push(format!(
         "CONSTRAINT {} CHECK ({})",

@@ -168,11 +168,18 @@ impl Request {
             Request::Reorder { parent, ids } => (ids.clone(), Some(*parent)),
             Request::Rebalance { parent } => (Vec::new(), Some(*parent)),
         };
-        scope.and_then(|p| spec.check_scope(p).err()).or_else(|| {
-            items
-                .into_iter()
-                .find_map(|i| i.checked(spec.id_type).err())
-        })
+        if let Request::MoveToParent { item, parent, .. } = self
+            && spec.is_link()
+            && spec.check_item(*item).is_ok()
+            && spec.link_scope(*item) != *parent
+        {
+            return Some(Error::InvalidRequest(
+                "a link of an association table is named by its list: it cannot move to another list; remove it and insert a new link there",
+            ));
+        }
+        scope
+            .and_then(|p| spec.check_scope(p).err())
+            .or_else(|| items.into_iter().find_map(|i| spec.check_item(i).err()))
     }
 
     /// The collection the request names, if it names one (inserts, cross-collection

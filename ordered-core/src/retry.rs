@@ -285,6 +285,7 @@ mod tests {
             parent_type: crate::KeyType::Int,
             split_by: &[],
             null_scope: crate::NullScope::Refused,
+            link: false,
             filter: None,
             version: None,
             unique: None,

@@ -72,6 +72,7 @@ pub enum NullScope {
 ///     filter: None,
 ///     split_by: &[],
 ///     null_scope: ordered_core::NullScope::Refused,
+///     link: false,
 ///     version: Some("version"),
 ///     unique: None,
 ///     strategy: &Gapped::DEFAULT,
@@ -103,6 +104,11 @@ pub struct Spec {
     /// needs lock rows ([`Spec::without_parent`], [`Spec::tree`]): the root list has no
     /// parent row to lock.
     pub null_scope: NullScope,
+    /// An association table ([`Spec::link`]): the row's key is its scope value and
+    /// `id` together (`(playlist_id, track_id)`), so an item is named by both, as an
+    /// [`Id::Tuple`] (`Id::from((playlist, track))`), and `id` alone is unique only
+    /// within its list.
+    pub link: bool,
     /// Which rows the lists show: an SQL predicate on the items table naming only its
     /// columns (e.g. `archived_at IS NULL`), or `None` for every row. Rows outside it
     /// (archived, soft-deleted) keep their positions, stay unique and are relabelled
@@ -156,6 +162,7 @@ impl Spec {
             parent_type: KeyType::Int,
             split_by: &[],
             null_scope: NullScope::Refused,
+            link: false,
             filter: None,
             position: "position",
             parent_table,
@@ -165,6 +172,78 @@ impl Spec {
             strategy: &crate::Gapped::DEFAULT,
             policy: RebalancePolicy::Window,
         }
+    }
+
+    /// An association table: rows of `table` keyed by the pair of the scope column
+    /// `scope` (the parent's key, e.g. `playlist_id`) and `item` (e.g. `track_id`),
+    /// with no id column of their own, ordered per `scope` and locked on the row of
+    /// `parent_table`. An item is named by the pair (`Id::from((playlist, track))`),
+    /// and the changes name it so. A link cannot move to another list (its key names
+    /// the list): remove it and insert a new one. Give links an id of their own
+    /// ([`Spec::new`]) when one item may appear twice in a list (the same track twice
+    /// in a playlist).
+    ///
+    /// ```
+    /// use ordered_core::{Id, Spec};
+    ///
+    /// const ENTRIES: Spec = Spec::link("playlist_tracks", "playlist_id", "playlists", "track_id");
+    /// assert!(ENTRIES.check_item(Id::from((7, 42))).is_ok());
+    /// assert!(ENTRIES.check_item(Id::from(42)).is_err()); // the track alone names no row
+    /// assert_eq!(ENTRIES.link_scope(Id::from((7, 42))), 7);
+    /// ```
+    pub const fn link(
+        table: &'static str,
+        scope: &'static str,
+        parent_table: &'static str,
+        item: &'static str,
+    ) -> Spec {
+        let mut s = Spec::new(table, scope, parent_table);
+        s.id = item;
+        s.link = true;
+        s
+    }
+
+    /// Whether the table is an association table ([`Spec::link`]).
+    pub fn is_link(&self) -> bool {
+        self.link
+    }
+
+    /// The item's own key: the last value of an association row's key (its `id`
+    /// column), else the whole key.
+    pub fn own_key(&self, item: Id) -> Id {
+        if !self.link {
+            return item;
+        }
+        item.parts().last().unwrap_or(item)
+    }
+
+    /// The collection an association row's key names (every value but the last).
+    pub fn link_scope(&self, item: Id) -> Id {
+        let n = item.parts().count();
+        Id::tuple(item.parts().take(n.saturating_sub(1))).unwrap_or(Id::GLOBAL)
+    }
+
+    /// `item` if it is a key of this table's rows: of the key column's type, or for an
+    /// association table a value per scope column then the row's own key.
+    pub fn check_item(&self, item: Id) -> Result<Id, crate::Error> {
+        if !self.link {
+            return item.checked(self.id_type);
+        }
+        let n = item.parts().count();
+        let fits = matches!(item, Id::Tuple(_))
+            && n >= 2
+            && self.fits_scope(self.link_scope(item))
+            && self.own_key(item).fits(self.id_type);
+        if fits {
+            return Ok(item);
+        }
+        let columns = self
+            .scope_columns()
+            .chain(std::iter::once((self.id, self.id_type)))
+            .map(|(name, ty)| format!("{name}: {ty}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Err(crate::Error::WrongLinkKey { key: item, columns })
     }
 
     /// A tree: `table`'s rows ordered per `parent`, a nullable column holding the key
@@ -393,6 +472,7 @@ impl Spec {
     /// then every item column of a read, the position included, is text.
     pub fn text_wire(&self) -> bool {
         self.id_type.is_text()
+            || self.link
             || self.parent_type.is_text()
             || !self.split_by.is_empty()
             || self.is_global()
@@ -406,6 +486,11 @@ impl Spec {
         if self.nullable() && !self.locks_rows() {
             return Some(crate::Error::InvalidRequest(
                 "a nullable scope needs a table without a parent table (Spec::without_parent or Spec::tree): the root list has no parent row to lock",
+            ));
+        }
+        if self.link && (self.locks_rows() || self.nullable()) {
+            return Some(crate::Error::InvalidRequest(
+                "an association table is ordered per its parent's key column, locked on the parent's row: it cannot be a tree, a global list or a table without a parent table",
             ));
         }
         if self.nullable() && (!self.split_by.is_empty() || self.is_global()) {

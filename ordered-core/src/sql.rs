@@ -105,6 +105,9 @@ pub struct Wire {
     /// The scope column may be NULL ([`Spec::nullable`]): `o_parent` is `''` for the
     /// root list ([`Id::ROOT`]) and `=` followed by the key for any other.
     pub nullable: bool,
+    /// An association table ([`Spec::link`]): `o_id` is the row's own key, and the
+    /// row's id is its collection and that key together.
+    pub link: bool,
 }
 
 /// A value the database handed back that does not parse as the key or position its
@@ -130,6 +133,7 @@ impl Wire {
         split: &[],
         global: false,
         nullable: false,
+        link: false,
     };
 
     /// How the statements of `spec`'s table hand back their rows.
@@ -142,6 +146,7 @@ impl Wire {
             split: spec.split_by,
             global: spec.is_global(),
             nullable: spec.nullable(),
+            link: spec.is_link(),
         }
     }
 
@@ -157,17 +162,27 @@ impl Wire {
                 expected: "an integer position",
             })?)
         };
+        let own = parse_key(self.id, id)?;
+        let parent = if self.global {
+            Id::GLOBAL
+        } else if self.nullable {
+            self.nullable_scope(parent)?
+        } else if self.split.is_empty() {
+            self.parent_key(parent)?
+        } else {
+            self.scope(parent)?
+        };
+        let id = if self.link {
+            Id::tuple([parent, own]).map_err(|_| DecodeError {
+                value: id.to_owned(),
+                expected: "a key that fits beside its list's",
+            })?
+        } else {
+            own
+        };
         Ok(Row {
-            id: parse_key(self.id, id)?,
-            parent: if self.global {
-                Id::GLOBAL
-            } else if self.nullable {
-                self.nullable_scope(parent)?
-            } else if self.split.is_empty() {
-                self.parent_key(parent)?
-            } else {
-                self.scope(parent)?
-            },
+            id,
+            parent,
             position,
         })
     }
@@ -438,9 +453,30 @@ impl B {
         }
         self.s(")")
     }
-    /// An item id of `spec`'s table.
+    /// An item id of `spec`'s table: for an association table its own key (the `id`
+    /// column's value), in a statement already limited to the item's list.
     fn item(&mut self, spec: &Spec, id: Id) -> &mut Self {
-        self.key(spec.id_type, id)
+        self.key(spec.id_type, spec.own_key(id))
+    }
+    /// `id = ?`: the row `id`, in the columns of the table `alias` when given; for an
+    /// association table its own key and its list (`track_id = ? AND playlist_id = ?`).
+    fn item_is(&mut self, spec: &Spec, alias: Option<&str>, id: Id) -> &mut Self {
+        if let Some(a) = alias {
+            self.s(a).s(".");
+        }
+        self.id(spec.id).s(" = ").item(spec, id);
+        if spec.is_link() {
+            self.s(" AND ").scope_is(spec, alias, spec.link_scope(id));
+        }
+        self
+    }
+    /// ` AND <alias>.scope = ...` joining a relabel's ranked rows back to the table:
+    /// for an association table, whose `id` is unique only within a list.
+    fn same_list(&mut self, spec: &Spec, alias: &str, parent: Id) -> &mut Self {
+        if spec.is_link() {
+            self.s(" AND ").scope_is(spec, Some(alias), parent);
+        }
+        self
     }
     /// A scope value (parent key) of `spec`'s table.
     fn scope(&mut self, spec: &Spec, id: Id) -> &mut Self {
@@ -687,9 +723,7 @@ fn lock(d: Dialect, spec: &Spec, target: LockTarget, bump: bool) -> Statement {
                     .s(" FROM ")
                     .id(spec.table)
                     .s(" WHERE ")
-                    .id(spec.id)
-                    .s(" = ")
-                    .item(spec, item)
+                    .item_is(spec, None, item)
                     .s(")");
             }
         }
@@ -821,7 +855,7 @@ pub fn fused(d: Dialect, spec: &Spec, probes: &[Probe], locking: bool) -> Statem
         b.s(" FROM ").id(spec.table).s(" WHERE ");
         match p {
             Probe::Item(id) => {
-                b.id(spec.id).s(" = ").item(spec, *id);
+                b.item_is(spec, None, *id);
             }
             Probe::Edge {
                 parent,
@@ -843,9 +877,7 @@ pub fn fused(d: Dialect, spec: &Spec, probes: &[Probe], locking: bool) -> Statem
                     .s(" FROM ")
                     .id(spec.table)
                     .s(" WHERE ")
-                    .id(spec.id)
-                    .s(" = ")
-                    .item(spec, *of);
+                    .item_is(spec, None, *of);
                 if lock {
                     b.s(" FOR UPDATE");
                 }
@@ -929,7 +961,7 @@ pub fn read(d: Dialect, spec: &Spec, r: &Read, locking: bool) -> Statement {
     b.s(" FROM ").id(spec.table).s(" WHERE ");
     match r {
         Read::Item { id } => {
-            b.id(spec.id).s(" = ").item(spec, *id);
+            b.item_is(spec, None, *id);
         }
         Read::Range(r) => range(&mut b, spec, r),
         Read::Ancestors { of } => {
@@ -1293,9 +1325,7 @@ pub fn write(d: Dialect, spec: &Spec, w: &Write) -> Vec<Statement> {
                 .s(" = ")
                 .bind(position.into())
                 .s(" WHERE ")
-                .id(spec.id)
-                .s(" = ")
-                .item(spec, *id);
+                .item_is(spec, None, *id);
             vec![b.done(Returns::Nothing)]
         }
         Write::Delete { id } => {
@@ -1303,9 +1333,7 @@ pub fn write(d: Dialect, spec: &Spec, w: &Write) -> Vec<Statement> {
             b.s("DELETE FROM ")
                 .id(spec.table)
                 .s(" WHERE ")
-                .id(spec.id)
-                .s(" = ")
-                .item(spec, *id);
+                .item_is(spec, None, *id);
             vec![b.done(Returns::Nothing)]
         }
         Write::Renumber {
@@ -1382,15 +1410,16 @@ fn renumber(
             b.s(" FROM ");
             ranked(&mut b);
             b.s(" WHERE o_t.").id(spec.id).s(" = o_r.o_rid");
+            b.same_list(spec, "o_t", parent);
             vec![b.done(Returns::Nothing)]
         }
         Dialect::Mysql => {
             let mut b = B::new(d);
             b.s("UPDATE ").id(spec.table).s(" AS o_t JOIN ");
             ranked(&mut b);
-            b.s(" ON o_t.")
-                .id(spec.id)
-                .s(" = o_r.o_rid SET o_t.")
+            b.s(" ON o_t.").id(spec.id).s(" = o_r.o_rid");
+            b.same_list(spec, "o_t", parent)
+                .s(" SET o_t.")
                 .id(spec.position)
                 .s(" = -(");
             value(&mut b);
@@ -1412,6 +1441,8 @@ fn renumber(
                 .s(".")
                 .id(spec.id)
                 .s(" = o_r.o_rid");
+            let table = quote(d, spec.table);
+            b.same_list(spec, &table, parent);
             vec![b.done(Returns::Nothing), unpark_negated(d, spec, parent)]
         }
     }

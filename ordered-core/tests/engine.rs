@@ -21,6 +21,7 @@ const SPEC: Spec = Spec {
     parent_type: ordered_core::KeyType::Int,
     split_by: &[],
     null_scope: ordered_core::NullScope::Refused,
+    link: false,
     filter: None,
     version: Some("version"),
     unique: None,
@@ -520,5 +521,135 @@ fn a_list_with_no_parent_table_is_locked_by_an_upsert_of_its_lock_row() {
     assert!(matches!(
         op.next(Reply::None),
         Err(Error::WrongScope { .. })
+    ));
+}
+
+/// A tree's move to another parent: the item is read, then the root list's lock row is
+/// upserted first without a bump (`version + 0`), then the two lists' rows, each bumped;
+/// under those locks the planner reads the new parent's ancestors (one recursive
+/// query) and refuses the move when the item is among them.
+#[test]
+fn a_tree_move_locks_the_root_first_and_refuses_a_cycle_under_it() {
+    use ordered_core::{Position, Row};
+    let spec = Spec::tree("folders", "parent_id");
+    let row = |id: i64, parent: Id| Row {
+        id: Id::Int(id),
+        parent,
+        position: Position::Int(1024),
+    };
+    // 1 is below 5; 3 is below 1: moving 1 under 3 makes a cycle
+    let mut op = Operation::new(
+        spec,
+        Dialect::Postgres,
+        Request::MoveToParent {
+            item: Id::Int(1),
+            parent: Id::Int(3),
+            at: Placement::Last,
+        },
+    );
+    let Ok(Action::Execute(read)) = op.next(Reply::None) else {
+        panic!("expected the unlocked read of the item")
+    };
+    assert!(read.sql.contains("WHERE \"id\" = "), "{}", read.sql);
+    let mut next = op.next(Reply::Rows(vec![row(1, Id::Int(5))]));
+    let mut locks = Vec::new();
+    while let Ok(Action::Execute(s)) = &next {
+        if !s.sql.contains("ordered_locks") {
+            break;
+        }
+        locks.push(s.clone());
+        next = op.next(Reply::Count(4));
+    }
+    assert_eq!(locks.len(), 3, "{locks:?}");
+    assert_eq!(op.locked(), [Id::ROOT, Id::Int(3), Id::Int(5)]);
+    // the root's lock row: named '' and kept at its version
+    assert_eq!(locks[0].args[1], ordered_core::Arg::Text(String::new()));
+    assert!(locks[0].sql.contains("+ 0"), "{}", locks[0].sql);
+    assert!(locks[1].sql.contains("+ 1"), "{}", locks[1].sql);
+    // the item again, under the locks
+    let Ok(Action::Execute(again)) = next else {
+        panic!("expected the item read under the locks: {next:?}")
+    };
+    assert!(!again.sql.contains("RECURSIVE"), "{}", again.sql);
+    let reply = match again.returns {
+        ordered_core::Returns::Tagged => Reply::Tagged(vec![(0, row(1, Id::Int(5)))]),
+        _ => Reply::Rows(vec![row(1, Id::Int(5))]),
+    };
+    let next = op.next(reply);
+    let Ok(Action::Execute(up)) = next else {
+        panic!("expected the ancestors read: {next:?} after {again:?}")
+    };
+    assert!(up.sql.contains("WITH RECURSIVE"), "{}", up.sql);
+    assert!(up.sql.contains("IS NOT NULL"), "{}", up.sql);
+    // 3 is below 1, which is below 5, a root
+    let chain = vec![row(3, Id::Int(1)), row(1, Id::Int(5)), row(5, Id::ROOT)];
+    assert_eq!(
+        op.next(Reply::Rows(chain)),
+        Err(Error::WouldCycle {
+            id: Id::Int(1),
+            parent: Id::Int(3)
+        })
+    );
+}
+
+/// The root list of a nullable scope reads with `IS NULL` (never `= NULL`), and an
+/// association row is addressed by its list and its own key.
+#[test]
+fn root_lists_read_is_null_and_links_name_both_key_columns() {
+    use ordered_core::sql;
+    let tasks = Spec::without_parent("tasks", "project_id").with_nullable_scope();
+    for d in [Dialect::Postgres, Dialect::Mysql, Dialect::Sqlite] {
+        let list = sql::list(d, &tasks, Id::ROOT);
+        assert!(
+            list.sql.contains("project_id") && list.sql.contains(" IS NULL"),
+            "{}",
+            list.sql
+        );
+        assert!(!list.sql.contains("= NULL"), "{}", list.sql);
+        let some = sql::list(d, &tasks, Id::Int(4));
+        assert!(!some.sql.contains("IS NULL"), "{}", some.sql);
+    }
+    // a nullable scope with a parent table is refused before any statement
+    let mut op = Operation::new(
+        Spec::new("tasks", "project_id", "projects").with_nullable_scope(),
+        Dialect::Sqlite,
+        Request::Rebalance { parent: Id::ROOT },
+    );
+    assert!(matches!(
+        op.next(Reply::None),
+        Err(Error::InvalidRequest(_))
+    ));
+
+    let entries = Spec::link("playlist_tracks", "playlist_id", "playlists", "track_id");
+    let mut op = Operation::new(
+        entries,
+        Dialect::Postgres,
+        Request::Remove {
+            item: Id::from((7, 42)),
+        },
+    );
+    let Ok(Action::Execute(lock)) = op.next(Reply::None) else {
+        panic!("expected the lock")
+    };
+    // the lock through the item's row names both columns
+    assert!(
+        lock.sql
+            .contains("\"track_id\" = $1 AND \"playlist_id\" = $2"),
+        "{}",
+        lock.sql
+    );
+    assert_eq!(
+        lock.args,
+        [ordered_core::Arg::I64(42), ordered_core::Arg::I64(7)]
+    );
+    // a track alone names no link
+    let mut op = Operation::new(
+        entries,
+        Dialect::Postgres,
+        Request::Remove { item: Id::Int(42) },
+    );
+    assert!(matches!(
+        op.next(Reply::None),
+        Err(Error::WrongLinkKey { .. })
     ));
 }

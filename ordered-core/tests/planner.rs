@@ -22,6 +22,7 @@ fn spec(strategy: &'static dyn PositionStrategy, policy: RebalancePolicy) -> Spe
         parent_type: ordered_core::KeyType::Int,
         split_by: &[],
         null_scope: ordered_core::NullScope::Refused,
+        link: false,
         filter: None,
         version: None,
         unique: None,

@@ -57,6 +57,9 @@ struct Attrs {
     parent_key: Option<Val<Ident>>,
     position: Option<Val<Ident>>,
     id: Option<Val<Ident>>,
+    /// `id = (playlist_id, track_id)`: an association table's key, the scope
+    /// column(s) first (kept to check them against `scope`); `id` is then the last.
+    link_key: Option<Vec<Ident>>,
     version: Option<Val<Ident>>,
     strategy: Option<Val<Path>>,
     spacing: Option<Val<LitInt>>,
@@ -178,13 +181,37 @@ fn parse(ast: &DeriveInput) -> syn::Result<Attrs> {
                         .parse()
                         .map_err(|e| bad(&key, "a column name", e))?,
                 ),
-                "id" => set(
-                    &mut a.id,
-                    &key,
-                    value()?
-                        .parse()
-                        .map_err(|e| bad(&key, "a column name", e))?,
-                ),
+                "id" => {
+                    let input = value()?;
+                    let what = "a column name, or the tuple of an association table's key";
+                    if input.peek(syn::token::Paren) {
+                        // `id = (playlist_id, track_id)`: keyed by the list and its own key
+                        let content;
+                        syn::parenthesized!(content in input);
+                        let list: Vec<Ident> = content
+                            .parse_terminated(Ident::parse, syn::Token![,])
+                            .map_err(|e| bad(&key, what, e))?
+                            .into_iter()
+                            .collect();
+                        let Some(last) = list.last().cloned() else {
+                            return Err(syn::Error::new(
+                                key.span(),
+                                format!("`id` names at least one column; {FORMAT}"),
+                            ));
+                        };
+                        set(&mut a.id, &key, last)?;
+                        if list.len() > 1 {
+                            a.link_key = Some(list);
+                        }
+                        Ok(())
+                    } else {
+                        set(
+                            &mut a.id,
+                            &key,
+                            input.parse().map_err(|e| bad(&key, what, e))?,
+                        )
+                    }
+                }
                 "version" => set(
                     &mut a.version,
                     &key,
@@ -343,6 +370,29 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
         .cloned()
         .unwrap_or_else(|| Ident::new("id", Span::call_site()));
     let split = if global { &[][..] } else { &scopes[1..] };
+    // an association table: its key is the scope columns, in order, and its own
+    if let Some(key) = &a.link_key {
+        let span = a.id.as_ref().map_or_else(Span::call_site, |v| v.key.span());
+        if key[..key.len() - 1] != scopes[..] {
+            return Err(syn::Error::new(
+                span,
+                "an association table's key is its scope column(s), in order, then its own key column: `id = (playlist_id, track_id)` with `scope = playlist_id`",
+            ));
+        }
+        if a.parent.is_none() {
+            return Err(syn::Error::new(
+                span,
+                "an association table is locked on its parent's row: name the parent table with `parent`",
+            ));
+        }
+    }
+    let link = a.link_key.is_some();
+    if link && scope_is_option(&ast.data, scopes.first()) {
+        return Err(syn::Error::new(
+            a.id.as_ref().map_or_else(Span::call_site, |v| v.key.span()),
+            "an association table's scope is part of its key: it cannot be nullable",
+        ));
+    }
     // a scope field of type `Option<_>`: NULL is the root list; `parent` naming the
     // model's own table: a tree
     let scope_field = match &ast.data {
@@ -595,6 +645,7 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
                     parent_type: #parent_type,
                     split_by: &[#(#split_by),*],
                     null_scope: #null_scope,
+                    link: #link,
                     filter: #filter,
                     version: #version,
                     unique: #unique,
@@ -637,6 +688,16 @@ fn no_option<T>(v: &Option<Val<T>>, name: &str, for_strategy: &str) -> syn::Resu
             format!("`{name}` only applies to `strategy = {for_strategy}`"),
         )),
         None => Ok(()),
+    }
+}
+
+/// Whether the field named `scope` is an `Option<_>`.
+fn scope_is_option(data: &Data, scope: Option<&Ident>) -> bool {
+    match (data, scope) {
+        (Data::Struct(s), Some(scope)) => s.fields.iter().any(|f| {
+            f.ident.as_ref() == Some(scope) && type_name(&f.ty).as_deref() == Some("Option")
+        }),
+        _ => false,
     }
 }
 

@@ -41,7 +41,7 @@ pub trait KeyField {
 /// The SQL type a key field reads (`Self`) is its column's (`ST`).
 #[diagnostic::on_unimplemented(
     message = "the key field reads SQL type `{Self}`, but its column is `{ST}`",
-    note = "use `i64` for `BigInt`, `i32` for `Integer`, `i16` for `SmallInt`, `uuid::Uuid` for `Uuid`, `Vec<u8>` for `Binary` and `String` for `Text`"
+    note = "use `i64` for `BigInt`, `i32` for `Integer`, `i16` for `SmallInt`, `uuid::Uuid` for `Uuid`, `Vec<u8>` for `Binary`, `String` for `Text`, and `Option<_>` of one of them for a `Nullable<_>` scope column"
 )]
 pub trait ReadsColumn<ST> {}
 impl<T> ReadsColumn<T> for T {}

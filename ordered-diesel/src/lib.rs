@@ -150,6 +150,7 @@ pub mod __private {
         parent_type: ordered_core::KeyType::Int,
         split_by: &[],
         null_scope: ordered_core::NullScope::Refused,
+        link: false,
         filter: None,
         version: None,
         unique: None,

@@ -35,7 +35,8 @@ impl Slot {
     /// Tells the library the id of the row your insert created (from `RETURNING id` on
     /// PostgreSQL and SQLite), which saves the statement that reads it back by
     /// its slot for the outcome's changes. It must be the new row's id: the changes and
-    /// the hook report it as given.
+    /// the hook report it as given (for an association table, [`Spec::link`], the
+    /// pair of its list and its own key: `Id::from((playlist, track))`).
     pub fn inserted_id(&self, id: impl Into<Id>) {
         let id = id.into();
         self.id.set(id);

@@ -200,10 +200,10 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
     // the others split its lists (cards per `(board_id, status)`)
     let mut scopes: Vec<(Ident, syn::Type)> = Vec::new();
     let mut position: Option<(Ident, syn::Type)> = None;
-    let mut id: Option<(Ident, syn::Type)> = None;
+    let mut keys: Vec<(Ident, syn::Type)> = Vec::new();
     for f in &fields.named {
-        if is_primary_key(f) && id.is_none() {
-            id = Some((column_variant(f)?, f.ty.clone()));
+        if is_primary_key(f) {
+            keys.push((column_variant(f)?, f.ty.clone()));
         }
         for attr in &f.attrs {
             if !attr.path().is_ident("ordered") {
@@ -240,6 +240,25 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
         .first()
         .cloned()
         .unwrap_or_else(|| (Ident::new("Id", Span::call_site()), syn::parse_quote!(i64)));
+    // a primary key of the scope field(s) and one more: an association table, keyed
+    // by its list and its own key (`(playlist_id, track_id)`)
+    let in_scope = |k: &Ident| scopes.iter().any(|(s, _)| s == k);
+    let link = keys.len() > 1 && !global && keys.iter().any(|(k, _)| in_scope(k));
+    let id = if link {
+        let own: Vec<&(Ident, syn::Type)> = keys.iter().filter(|(k, _)| !in_scope(k)).collect();
+        let every_scope_in_key = scopes.iter().all(|(s, _)| keys.iter().any(|(k, _)| k == s));
+        match own.as_slice() {
+            [one] if every_scope_in_key => Some((*one).clone()),
+            _ => {
+                return Err(syn::Error::new(
+                    ast.ident.span(),
+                    "an association table's primary key is its `#[ordered(scope)]` field(s) and one more field, its own key (`playlist_id` and `track_id`)",
+                ));
+            }
+        }
+    } else {
+        keys.first().cloned()
+    };
     let split = if global { &[][..] } else { &scopes[1..] };
     let split_n = split.len();
     let split_cols: Vec<&Ident> = split.iter().map(|(c, _)| c).collect();
@@ -313,6 +332,12 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
         (true, true) => quote!(::ordered_seaorm::NullScope::Tree),
     };
     let locks_rows = c.parent_table.is_none() || tree;
+    if link && (locks_rows || nullable) {
+        return Err(syn::Error::new(
+            ast.ident.span(),
+            "an association table is locked on its parent's row and its scope is part of its key: give `parent_table` (another table) and a scope field that is not an `Option`",
+        ));
+    }
     let parent_table = match c.parent_table.as_ref().filter(|_| !tree) {
         None => quote!(::ordered_seaorm::__private::LOCK_TABLE),
         Some(p) => quote!(#p),
@@ -455,6 +480,7 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
                             [#(::ordered_seaorm::ScopeColumn::new(Column::#split_cols.as_str(), #split_types)),*]
                         }),
                         null_scope: #null_scope,
+                        link: #link,
                         filter: #filter,
                         version: #version,
                         unique: #unique,

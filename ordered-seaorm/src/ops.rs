@@ -43,7 +43,8 @@ impl Slot {
     /// Tells the library the id of the row your insert created (from `RETURNING id` on
     /// PostgreSQL and SQLite), which saves the statement that reads it back by
     /// its slot for the outcome's changes. It must be the new row's id: the changes and
-    /// the hook report it as given.
+    /// the hook report it as given (for an association table, [`Spec::link`], the
+    /// pair of its list and its own key: `Id::from((playlist, track))`).
     pub fn inserted_id(&self, id: impl Into<Id>) {
         let id = id.into();
         self.id.set(id);
@@ -778,6 +779,7 @@ impl Ordering {
     {
         let parent = parent.into();
         let id_column = self.s.spec.id;
+        let link = self.s.spec.is_link();
         self.insert(db, parent, at, move |txn, slot| {
             let mut row = model.clone();
             Box::pin(async move {
@@ -786,7 +788,15 @@ impl Ordering {
                 // the model came back from `INSERT ... RETURNING` (or its re-read): its
                 // id saves the read-back by slot
                 if let Some(id) = model_id::<A::Entity>(&inserted, id_column) {
-                    slot.inserted_id(id);
+                    // an association row is named by its list and its own key
+                    match link {
+                        true => {
+                            if let Ok(full) = Id::tuple([slot.parent, id]) {
+                                slot.inserted_id(full);
+                            }
+                        }
+                        false => slot.inserted_id(id),
+                    }
                 }
                 Ok(inserted)
             })

@@ -66,6 +66,7 @@ async fn derived_entity_playlist_scenario() {
             parent_type: ordered_core::KeyType::Int,
             split_by: &[],
             null_scope: ordered_core::NullScope::Refused,
+            link: false,
             filter: None,
             ..spec
         };

@@ -68,6 +68,7 @@ fn spec(tag: &str, strategy: &'static dyn PositionStrategy) -> Spec {
         parent_type: ordered_core::KeyType::Int,
         split_by: &[],
         null_scope: ordered_core::NullScope::Refused,
+        link: false,
         filter: None,
         version: Some("version"),
         unique: None,

@@ -37,6 +37,11 @@ pub struct Schema {
     /// row of the same table, NULL for the root list. Collection 0 is the root list;
     /// collection `n > 0` the children of the item created `n - 1`th.
     pub tree: bool,
+    /// An association table ([`ordered_core::Spec::link`]): rows keyed by
+    /// `(parent_id, id)`, so item `n`'s own key is `n / 2 + 1` (the scripts insert
+    /// even items into collection 1 and odd ones into 2: the same key in both lists),
+    /// and an item is named by its collection and that key.
+    pub link: bool,
 }
 
 impl Schema {
@@ -52,6 +57,7 @@ impl Schema {
         global: false,
         adopt: false,
         tree: false,
+        link: false,
     };
     /// `BIGINT` keys, fractional-key positions.
     pub const KEYS: Schema = Schema {
@@ -101,6 +107,9 @@ impl Schema {
     /// The key the application chooses for the `n`th item created, or `None` when the
     /// database chooses it (an auto-increment integer).
     pub fn item(&self, n: usize) -> Option<Id> {
+        if self.link {
+            return Some(key(self.id, n as u64 / 2 + 1, "track"));
+        }
         match self.id {
             KeyType::Int => None,
             ty => Some(key(ty, n as u64 + 1, "card")),
@@ -128,7 +137,11 @@ impl Schema {
 
     /// A key of the items' type that no item has.
     pub fn missing(&self) -> Id {
-        key(self.id, 999_999, "card")
+        let own = key(self.id, 999_999, "card");
+        if self.link {
+            return Id::tuple([self.parent(1), own]).unwrap_or(own);
+        }
+        own
     }
 }
 
@@ -345,7 +358,33 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
         Reorder(0, vec![2, 6]),               // 19
         Rebalance(1),                         // 20
     ];
+    // playlist 1 gets the even items, 2 the odd ones: item n is track n / 2 + 1
+    let links = vec![
+        Insert(1, Last),                    // item 0: (1, t1)
+        Insert(2, Last),                    // 1: (2, t1), the same track in another list
+        Insert(1, Last),                    // 2: (1, t2)
+        Insert(2, Last),                    // 3: (2, t2)
+        Insert(1, Last),                    // 4: (1, t3)
+        Insert(2, First),                   // 5: (2, t3); p2 t3 t1 t2
+        Move(4, First),                     // step 6: p1 t3 t1 t2
+        Move(1, After(3)),                  // 7: p2 t3 t2 t1
+        Insert(1, After(0)),                // 8, item 6: (1, t4); p1 t3 t1 t4 t2
+        Insert(2, Last),                    // 9, item 7: (2, t4)
+        Insert(1, After(0)),                // 10, item 8: (1, t5); p1 t3 t1 t5 t4 t2
+        Insert(2, Last),                    // 11, item 9: (2, t5)
+        Insert(1, After(0)),                // 12, item 10: (1, t6): the gap is full
+        MoveTo(0, 2, Last),                 // 13: a link cannot change lists
+        Move(0, After(1)),                  // 14: the anchor is t1 in the other list
+        Move(0, Between(Some(4), Some(2))), // 15: stale
+        MoveExpecting(0, Last, 1),          // 16: stale version
+        MoveAfterWrongKey(0),               // 17: a track alone names no link
+        Swap(0, 2),                         // 18: p1 t3 t2 t6 t5 t4 t1
+        Remove(8),                          // 19: (1, t5) only: p1 t3 t2 t6 t4 t1
+        Reorder(2, vec![1, 3, 5, 7, 9]),    // 20: p2 t1 t2 t3 t4 t5
+        Rebalance(1),                       // 21
+    ];
     vec![
+        ("association_table", Schema { link: true, ..ints }, links),
         (
             "tree_cycle",
             Schema {

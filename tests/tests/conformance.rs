@@ -118,12 +118,16 @@ fn spec(script: &str, orm: &str, schema: Schema) -> Spec {
         parent_type: schema.parent,
         split_by: if schema.split { &STATUS } else { &[] },
         null_scope: ordered_core::NullScope::Refused,
+        link: false,
         filter: schema.hidden.then_some("archived = 0"),
         version: Some("version"),
         unique: None,
         strategy,
         policy: RebalancePolicy::Window,
     };
+    if schema.link {
+        return Spec { link: true, ..s };
+    }
     if schema.tree {
         return Spec {
             filter: s.filter,
@@ -435,8 +439,10 @@ fn insert(d: Dialect, s: &Spec, id: Option<Id>, scope: Id, pos: &Position) -> Ve
 }
 
 /// The new row's id: the one chosen, or the one the last insert statement returned.
-fn counted(chosen: Option<Id>, r: Reply) -> Id {
+fn counted(s: &Spec, parent: Id, chosen: Option<Id>, r: Reply) -> Id {
     match (chosen, r) {
+        // an association row: named by its list and its own key
+        (Some(id), _) if s.is_link() => Id::tuple([parent, id]).unwrap(),
         (Some(id), _) => id,
         (None, Reply::Count(n)) => Id::Int(n),
         (None, other) => panic!("expected an id, got {other:?}"),
@@ -510,7 +516,7 @@ where
                     for st in insert(C::DIALECT, &s, chosen, slot.parent, &slot.position) {
                         last = c.run(&st, Wire::PLAIN)?;
                     }
-                    Ok(counted(chosen, last))
+                    Ok(counted(&s, slot.parent, chosen, last))
                 };
                 let r = o.insert(&mut conn, schema.parent(*parent), at, f);
                 diesel_outcome(r, |ins| {
@@ -584,7 +590,11 @@ where
         };
         if let MoveAfterWrongKey(_) = step {
             assert!(
-                matches!(r, Err(ordered_core::Error::WrongKeyType { .. })),
+                matches!(
+                    r,
+                    Err(ordered_core::Error::WrongKeyType { .. }
+                        | ordered_core::Error::WrongLinkKey { .. })
+                ),
                 "{tag} {name} step {i}: {r:?}"
             );
         }
@@ -637,7 +647,7 @@ where
             for st in insert(d, &s, chosen, slot.parent, &slot.position) {
                 last = c.run(&st, Wire::PLAIN).await?;
             }
-            Ok(counted(chosen, last))
+            Ok(counted(&s, slot.parent, chosen, last))
         })
     }
 }
@@ -806,7 +816,7 @@ fn seaorm_inserter(
             for st in insert(d, &s, chosen, slot.parent, &slot.position) {
                 last = ordered_seaorm::__private::run(txn, &st, Wire::PLAIN).await?;
             }
-            Ok(counted(chosen, last))
+            Ok(counted(&s, slot.parent, chosen, last))
         })
     }
 }
@@ -1038,6 +1048,52 @@ fn expected(engine: &str, name: &str, d: &Run) {
             // fresh tables: item n has id n + 1
             assert_eq!(ids(&d.1), [2, 7, 5, 3, 1, 4, 8, 9], "{engine} {name}");
         }
+    }
+    if name == "association_table" {
+        use ordered_core::Error::{InvalidRequest, WrongLinkKey};
+        for i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 18, 19, 20, 21] {
+            let _ = ok(i);
+        }
+        assert!(matches!(d.0[13], Err(InvalidRequest(_))), "{engine} {name}");
+        assert!(
+            matches!(d.0[14], Err(NotInCollection { .. })),
+            "{engine} {name}: {:?}",
+            d.0[14]
+        );
+        assert!(
+            matches!(d.0[15], Err(StaleNeighbours { .. })),
+            "{engine} {name}"
+        );
+        assert!(
+            matches!(d.0[16], Err(VersionConflict { .. })),
+            "{engine} {name}"
+        );
+        assert!(
+            matches!(d.0[17], Err(WrongLinkKey { .. })),
+            "{engine} {name}"
+        );
+        // the tight gap relabelled playlist 1 only: every change names a link of it
+        let relabel = ok(12);
+        assert!(relabel.rows.len() > 1, "{engine} {name}: {relabel:?}");
+        assert!(
+            relabel.rows.iter().all(|c| c.parent == Id::Int(1)),
+            "{engine} {name}: {relabel:?}"
+        );
+        // each link named by (playlist, track): track 5 left playlist 1 only
+        let link = |p: i64, t: i64| Id::from((p, t));
+        let want = [
+            link(1, 3),
+            link(1, 2),
+            link(1, 6),
+            link(1, 4),
+            link(1, 1),
+            link(2, 1),
+            link(2, 2),
+            link(2, 3),
+            link(2, 4),
+            link(2, 5),
+        ];
+        assert_eq!(ids(&d.1), want, "{engine} {name}");
     }
     if name == "tree_cycle" {
         for i in [0, 1, 2, 3, 4, 5, 6, 9, 10, 12, 16, 17, 18, 19, 20] {

@@ -87,6 +87,7 @@ pub fn spec_for(
         parent_type: ordered_core::KeyType::Int,
         split_by: &[],
         null_scope: ordered_core::NullScope::Refused,
+        link: false,
         filter: None,
         version: Some("version"),
         unique: None,

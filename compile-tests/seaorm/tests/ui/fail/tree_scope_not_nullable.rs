@@ -1,7 +1,7 @@
 use ordered_seaorm::DeriveOrdered;
 use sea_orm::entity::prelude::*;
 
-// a tree's nullable scope (NULL: the root list) is not supported yet
+// a tree (the parent table is the entity's own) needs an `Option` parent field
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, DeriveOrdered)]
 #[sea_orm(table_name = "folders")]
 #[ordered(parent_table = "folders")]
@@ -9,7 +9,7 @@ pub struct Model {
     #[sea_orm(primary_key)]
     pub id: i64,
     #[ordered(scope)]
-    pub parent_id: Option<i64>,
+    pub parent_id: i64,
     #[ordered(position)]
     pub position: i64,
 }

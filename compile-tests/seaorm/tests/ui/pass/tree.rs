@@ -1,0 +1,22 @@
+use ordered_seaorm::DeriveOrdered;
+use sea_orm::entity::prelude::*;
+
+// a tree: the parent is a row of the same table, NULL the root list
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, DeriveOrdered)]
+#[sea_orm(table_name = "folders")]
+#[ordered(parent_table = "folders")]
+pub struct Model {
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    #[ordered(scope)]
+    pub parent_id: Option<i64>,
+    #[ordered(position)]
+    pub position: i64,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}
+
+fn main() {}
