@@ -416,8 +416,26 @@ fn ranked_update(d: Dialect, spec: &Spec, order: &str, value: &str) -> String {
     let t = q(d, spec.table);
     let id = q(d, spec.id);
     let pos = q(d, spec.position);
+    // an association row's id is unique within its list only: join on the list too
+    let link_cols: Vec<String> = if spec.is_link() {
+        spec.scope_columns().map(|(c, _)| q(d, c)).collect()
+    } else {
+        Vec::new()
+    };
+    let link_out: String = link_cols
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!(", o_s.{c} AS o_rs{i}"))
+        .collect();
+    let link_on = |t: &str| -> String {
+        link_cols
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!(" AND {t}.{c} = o_r.o_rs{i}"))
+            .collect()
+    };
     let ranked = format!(
-        "(SELECT o_s.{id} AS o_rid, ROW_NUMBER() OVER ({}ORDER BY {order}) AS o_rn FROM {t} AS o_s) AS o_r",
+        "(SELECT o_s.{id} AS o_rid{link_out}, ROW_NUMBER() OVER ({}ORDER BY {order}) AS o_rn FROM {t} AS o_s) AS o_r",
         if spec.is_global() {
             String::new()
         } else {
@@ -432,17 +450,20 @@ fn ranked_update(d: Dialect, spec: &Spec, order: &str, value: &str) -> String {
     );
     match d {
         Dialect::Postgres => {
+            let on = link_on("o_t");
             format!(
-                "UPDATE {t} AS o_t SET {pos} = {value} FROM {ranked} WHERE o_t.{id} = o_r.o_rid"
+                "UPDATE {t} AS o_t SET {pos} = {value} FROM {ranked} WHERE o_t.{id} = o_r.o_rid{on}"
             )
         }
         Dialect::Mysql => {
+            let on = link_on("o_t");
             format!(
-                "UPDATE {t} AS o_t JOIN {ranked} ON o_t.{id} = o_r.o_rid SET o_t.{pos} = {value}"
+                "UPDATE {t} AS o_t JOIN {ranked} ON o_t.{id} = o_r.o_rid{on} SET o_t.{pos} = {value}"
             )
         }
         Dialect::Sqlite => {
-            format!("UPDATE {t} SET {pos} = {value} FROM {ranked} WHERE {t}.{id} = o_r.o_rid")
+            let on = link_on(&t);
+            format!("UPDATE {t} SET {pos} = {value} FROM {ranked} WHERE {t}.{id} = o_r.o_rid{on}")
         }
     }
 }

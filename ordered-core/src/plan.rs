@@ -491,7 +491,8 @@ pub fn plan(spec: &Spec, req: &Request, reads: &Reads, locked: &[Id]) -> Result<
         hidden: spec.filter.is_some(),
         reads,
         locked,
-        split: !spec.split_by.is_empty(),
+        // a split table is locked per parent row, unless its lists have lock rows
+        split: !spec.split_by.is_empty() && !spec.locks_rows(),
     };
     match req {
         Request::Insert { parent, at } => {

@@ -105,3 +105,123 @@ fn the_command_adopts_an_existing_column_and_refuses_a_key_column() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A tree (`--nullable-scope` with `--parent` naming the table) and an association
+/// table (`--link`) on SQLite: the backfill numbers each list apart, the root list and
+/// each link's list included, and the unique indexes keep the root list unique.
+#[test]
+fn the_command_writes_tree_and_association_migrations() {
+    let run = |name: &str, args: &[&str]| {
+        let dir = std::env::temp_dir().join(format!("ordered-cli-{name}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ordered-diesel-migration"))
+            .args(["--engine", "sqlite", "--dir"])
+            .arg(&dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let folder = std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+        std::fs::read_to_string(folder.join("up.sql")).unwrap()
+    };
+    #[derive(QueryableByName, Debug, PartialEq)]
+    struct P {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        position: i64,
+    }
+    let positions = |c: &mut SqliteConnection, sql: &str| -> Vec<i64> {
+        diesel::sql_query(sql)
+            .load::<P>(c)
+            .unwrap()
+            .into_iter()
+            .map(|p| p.position)
+            .collect()
+    };
+
+    let up = run(
+        "tree",
+        &[
+            "--table",
+            "folders",
+            "--scope",
+            "parent_id",
+            "--parent",
+            "folders",
+            "--nullable-scope",
+            "--backfill",
+            "id",
+        ],
+    );
+    let mut c = SqliteConnection::establish(":memory:").unwrap();
+    c.batch_execute(
+        "CREATE TABLE folders (id INTEGER PRIMARY KEY, parent_id INTEGER NULL REFERENCES folders (id));
+         INSERT INTO folders VALUES (1, NULL), (2, NULL), (3, 1), (4, 1);",
+    )
+    .unwrap();
+    c.batch_execute(&up).unwrap();
+    assert_eq!(
+        positions(
+            &mut c,
+            "SELECT position FROM folders WHERE parent_id IS NULL ORDER BY id"
+        ),
+        [1024, 2048]
+    );
+    assert_eq!(
+        positions(
+            &mut c,
+            "SELECT position FROM folders WHERE parent_id = 1 ORDER BY id"
+        ),
+        [1024, 2048]
+    );
+    // a second root row at a taken position: refused (NULLs are one list)
+    assert!(
+        c.batch_execute("INSERT INTO folders (id, parent_id, position) VALUES (5, NULL, 1024)")
+            .is_err()
+    );
+
+    let up = run(
+        "link",
+        &[
+            "--table",
+            "entries",
+            "--scope",
+            "playlist_id",
+            "--parent",
+            "playlists",
+            "--id",
+            "track_id",
+            "--link",
+            "--backfill",
+            "track_id",
+        ],
+    );
+    let mut c = SqliteConnection::establish(":memory:").unwrap();
+    c.batch_execute(
+        "CREATE TABLE playlists (id INTEGER PRIMARY KEY);
+         CREATE TABLE entries (playlist_id INTEGER NOT NULL, track_id INTEGER NOT NULL, PRIMARY KEY (playlist_id, track_id));
+         INSERT INTO playlists VALUES (1), (2);
+         INSERT INTO entries VALUES (1, 30), (1, 10), (2, 10), (2, 20);",
+    )
+    .unwrap();
+    c.batch_execute(&up).unwrap();
+    // each playlist numbered by track, the same track apart in each
+    assert_eq!(
+        positions(
+            &mut c,
+            "SELECT position FROM entries ORDER BY playlist_id, track_id"
+        ),
+        [1024, 2048, 1024, 2048]
+    );
+    // --link needs a parent table
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_ordered-diesel-migration"))
+        .args([
+            "--engine", "sqlite", "--table", "t", "--scope", "s", "--link",
+        ])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+}

@@ -386,6 +386,17 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
     vec![
         ("association_table", Schema { link: true, ..ints }, links),
         (
+            "composite_no_parent",
+            Schema {
+                id: KeyType::Uuid,
+                parent: KeyType::Uuid,
+                split: true,
+                no_parent: true,
+                ..ints
+            },
+            board.clone(),
+        ),
+        (
             "tree_cycle",
             Schema {
                 id: KeyType::Uuid,

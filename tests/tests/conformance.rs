@@ -144,6 +144,7 @@ fn spec(script: &str, orm: &str, schema: Schema) -> Spec {
         return Spec {
             id_type: s.id_type,
             parent_type: s.parent_type,
+            split_by: s.split_by,
             filter: s.filter,
             strategy,
             ..base
@@ -1161,6 +1162,26 @@ fn expected(engine: &str, name: &str, d: &Run) {
         if engine != "galera" {
             assert_eq!(ids(&d.1), [1, 2, 3, 6, 5, 7], "{engine} {name}");
         }
+    }
+    if name == "composite_no_parent" {
+        // each list has its own lock row: a move between two lists of a board locks two
+        for i in [9, 10, 11] {
+            assert_eq!(ok(i).versions.len(), 2, "{engine} {name} step {i}");
+        }
+        assert!(
+            matches!(d.0[12], Err(NotInCollection { .. })),
+            "{engine} {name}"
+        );
+        assert!(
+            matches!(d.0[13], Err(StaleNeighbours { .. })),
+            "{engine} {name}"
+        );
+        assert!(
+            matches!(d.0[14], Err(VersionConflict { .. })),
+            "{engine} {name}"
+        );
+        // any value names a list: nothing is "not found"
+        let _ = ok(15);
     }
     if name == "composite_scope" {
         let locked = |i: usize| match &d.0[i] {

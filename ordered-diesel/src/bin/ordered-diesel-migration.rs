@@ -81,6 +81,10 @@ struct Args {
     /// the table itself: a tree).
     #[arg(long = "nullable-scope")]
     nullable_scope: bool,
+    /// An association table: its key is the scope column(s) and `--id` together (no id
+    /// column of its own).
+    #[arg(long)]
+    link: bool,
     /// Where the migrations live.
     #[arg(long, default_value = "migrations")]
     dir: PathBuf,
@@ -136,6 +140,16 @@ fn main() -> ExitCode {
         Some(p) => Spec::new("", first, leak(p)).with_parent_id(leak(a.parent_key)),
         None if a.nullable_scope => Spec::without_parent("", first).with_nullable_scope(),
         None => Spec::without_parent("", first),
+    };
+    if a.link && (base.locks_rows() || a.nullable_scope) {
+        eprintln!(
+            "ordered-diesel-migration: an association table (--link) is locked on its parent's row: give --parent (another table) and no --nullable-scope"
+        );
+        return ExitCode::FAILURE;
+    }
+    let base = Spec {
+        link: a.link,
+        ..base
     };
     let version = if base.locks_rows() {
         base.version
