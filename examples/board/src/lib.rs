@@ -1,0 +1,402 @@
+//! The web demo: a kanban board that several people drag at once.
+//!
+//! An axum server with one page. Cards have UUID ids and are ordered per `(board,
+//! column)`: the composite scope, locked on the board's row, so a drag within a column
+//! or across columns takes one lock and bumps the board's version once. The page sends
+//! each drag with the neighbours it showed and the version it holds; the server answers
+//! with the changes and sends them to every open page over server-sent events. A drag
+//! from a stale page is refused (the version moved on): that page re-reads the board and
+//! says so.
+//!
+//! Why SeaORM: its one `DatabaseConnection` type serves SQLite, PostgreSQL and MySQL
+//! chosen at run time from `DATABASE_URL`, and it is async, so handlers await the library
+//! directly (with Diesel the same server needs a connection type per backend, or
+//! diesel-async).
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use ordered_seaorm::migration::{create_ordered_table, create_parent_table};
+use ordered_seaorm::{Changes, Id, KeyType, OrderedEntity, Placement, ScopeColumn, Spec};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    Set, Statement,
+};
+use sea_orm_migration::SchemaManager;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+use tokio_stream::StreamExt as _;
+use tokio_stream::wrappers::BroadcastStream;
+use uuid::Uuid;
+
+/// The board's columns, in order.
+pub const COLUMNS: [&str; 3] = ["todo", "doing", "done"];
+
+// SeaORM's entity macros generate `pub` items
+#[allow(unreachable_pub, missing_docs)]
+pub mod card {
+    //! A card, ordered within its board's column.
+    use ordered_seaorm::DeriveOrdered;
+    use sea_orm::entity::prelude::*;
+
+    /// A card of a board.
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, DeriveOrdered)]
+    #[sea_orm(table_name = "board_cards")]
+    #[ordered(parent_table = "board_boards", version = "version")]
+    pub struct Model {
+        /// Chosen by the server (a UUID v4).
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: Uuid,
+        /// The board: the row every write of its cards locks.
+        #[ordered(scope)]
+        pub board_id: Uuid,
+        /// The column: with the board, the list the card is ordered in.
+        #[ordered(scope)]
+        pub status: String,
+        /// What the card says.
+        pub title: String,
+        /// Its place in the column (gapped integers).
+        #[ordered(position)]
+        pub position: i64,
+    }
+
+    /// No relations in the demo.
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+/// What the migration writes, without the entity: cards per `(board_id, status)`,
+/// locked on `board_boards`.
+pub const CARDS: Spec = Spec::new("board_cards", "board_id", "board_boards")
+    .with_version("version")
+    .with_id_type(KeyType::Uuid)
+    .with_parent_type(KeyType::Uuid)
+    .with_split_by(&[ScopeColumn::text("status")]);
+
+/// The server's state: the database, the board shown, and the channel every write's
+/// changes go out on.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    db: DatabaseConnection,
+    board: Uuid,
+    events: broadcast::Sender<String>,
+}
+
+impl AppState {
+    /// The board the page shows.
+    pub fn board(&self) -> Uuid {
+        self.board
+    }
+
+    /// The database.
+    pub fn db(&self) -> &DatabaseConnection {
+        &self.db
+    }
+}
+
+/// The list of a column of `board`.
+fn list(board: Uuid, column: &str) -> Result<Id, ApiError> {
+    if !COLUMNS.contains(&column) {
+        return Err(ApiError::bad(format!("no column {column:?}")));
+    }
+    let status = Id::text(column).map_err(|e| ApiError::bad(e.to_string()))?;
+    Ok(Id::from((board, status)))
+}
+
+/// Creates the tables with the generated migration if they are missing, and a board
+/// with a few cards if there is none; returns the state for [`app`].
+pub async fn setup(db: DatabaseConnection) -> Result<Arc<AppState>, DbErr> {
+    let manager = SchemaManager::new(&db);
+    if !manager.has_table(CARDS.table).await? {
+        create_parent_table(&manager, &CARDS, &[]).await?;
+        create_ordered_table(&manager, &CARDS, &[("title", "VARCHAR(200) NOT NULL")]).await?;
+    }
+    let backend = db.get_database_backend();
+    let found = db
+        .query_one_raw(Statement::from_string(
+            backend,
+            "SELECT id FROM board_boards ORDER BY id LIMIT 1",
+        ))
+        .await?;
+    let board = match found {
+        Some(row) => row.try_get_by_index::<Uuid>(0)?,
+        None => {
+            let board = Uuid::new_v4();
+            let ph = if backend == sea_orm::DbBackend::Postgres {
+                "$1"
+            } else {
+                "?"
+            };
+            db.execute_raw(Statement::from_sql_and_values(
+                backend,
+                format!("INSERT INTO board_boards (id) VALUES ({ph})"),
+                [board.into()],
+            ))
+            .await?;
+            let cards = card::Entity::ordering();
+            for (column, titles) in [
+                (
+                    "todo",
+                    &[
+                        "Write the release notes",
+                        "Update the changelog",
+                        "Tag the release",
+                    ][..],
+                ),
+                ("doing", &["Review the docs"]),
+                ("done", &["Fix the flaky test", "Bump dependencies"]),
+            ] {
+                for title in titles {
+                    let at = list(board, column).map_err(|e| DbErr::Custom(e.message))?;
+                    cards
+                        .insert_model(&db, at, Placement::Last, new_card(title))
+                        .await
+                        .map_err(DbErr::from)?;
+                }
+            }
+            board
+        }
+    };
+    let (events, _) = broadcast::channel(256);
+    Ok(Arc::new(AppState { db, board, events }))
+}
+
+fn new_card(title: &str) -> card::ActiveModel {
+    card::ActiveModel {
+        id: Set(Uuid::new_v4()),
+        title: Set(title.to_owned()),
+        ..Default::default()
+    }
+}
+
+/// The routes: the page, the board as JSON, the writes, the event stream.
+pub fn app(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/", get(page))
+        .route("/api/board", get(read_board))
+        .route("/api/events", get(events))
+        .route("/api/move", post(move_card))
+        .route("/api/cards", post(add_card))
+        .route("/api/cards/{id}", delete(remove_card))
+        .with_state(state)
+}
+
+async fn page() -> Html<&'static str> {
+    Html(include_str!("page.html"))
+}
+
+/// A refusal or failure as the page gets it: the status the library's error maps to
+/// (409 for a stale drag) and `{code, message}`.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    fn bad(message: String) -> ApiError {
+        ApiError {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            code: "invalid_request",
+            message,
+        }
+    }
+}
+
+impl From<ordered_seaorm::Error> for ApiError {
+    fn from(e: ordered_seaorm::Error) -> ApiError {
+        ApiError {
+            status: StatusCode::from_u16(e.status().http())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            code: e.code(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<DbErr> for ApiError {
+    fn from(e: DbErr) -> ApiError {
+        ApiError::from(ordered_seaorm::Error::from(e))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({ "code": self.code, "message": self.message });
+        (self.status, Json(body)).into_response()
+    }
+}
+
+/// The whole board with its version, read so that every column is of one version: a
+/// page shows it and sends the version back with its next drag.
+async fn read_board(State(s): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+    Ok(Json(board_json(&s).await?))
+}
+
+/// The board as the page reads it: `{version, columns: {todo: [{id, title, position}],
+/// ...}}`, every column from the same version (each column's versioned read returns
+/// the board's version; a write between two of them makes the reads start over).
+pub async fn board_json(s: &AppState) -> Result<Value, ApiError> {
+    let cards = card::Entity::ordering();
+    loop {
+        let mut version = None;
+        let mut columns = serde_json::Map::new();
+        let mut same = true;
+        for column in COLUMNS {
+            let listed = cards.list_versioned(&s.db, list(s.board, column)?).await?;
+            same &= version.is_none_or(|v| Some(v) == listed.version);
+            version = listed.version;
+            let ids: Vec<Uuid> = listed.rows.iter().filter_map(|r| r.id.as_uuid()).collect();
+            let titles = titles(&s.db, &ids).await?;
+            let list: Vec<Value> = listed
+                .rows
+                .iter()
+                .filter_map(|r| {
+                    let id = r.id.as_uuid()?;
+                    let title = titles.iter().find(|(i, _)| *i == id)?.1.clone();
+                    Some(json!({ "id": id, "title": title, "position": r.position.to_string() }))
+                })
+                .collect();
+            columns.insert(column.to_owned(), Value::Array(list));
+        }
+        if same {
+            return Ok(json!({ "board": s.board, "version": version, "columns": columns }));
+        }
+    }
+}
+
+async fn titles(db: &DatabaseConnection, ids: &[Uuid]) -> Result<Vec<(Uuid, String)>, DbErr> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = card::Entity::find()
+        .filter(card::Column::Id.is_in(ids.iter().copied()))
+        .order_by_asc(card::Column::Id)
+        .all(db)
+        .await?;
+    Ok(rows.into_iter().map(|c| (c.id, c.title)).collect())
+}
+
+/// What every page applies: the board's new version and each written card's column
+/// and position (a new card's title too), or `reload` when the write relabelled more
+/// cards than the changes list.
+fn event(changes: &Changes, added: Option<(Uuid, &str)>) -> Value {
+    let version = changes.versions.first().map(|v| v.version);
+    if changes.is_summarised() {
+        return json!({ "version": version, "reload": true });
+    }
+    let rows: Vec<Value> = changes
+        .rows
+        .iter()
+        .map(|c| {
+            let column = c.parent.parts().nth(1).map(|s| s.to_string());
+            let title = added.filter(|(id, _)| Some(*id) == c.id.as_uuid()).map(|(_, t)| t);
+            json!({ "id": c.id.to_string(), "column": column, "position": c.position.to_string(), "title": title })
+        })
+        .collect();
+    let removed: Vec<String> = changes.removed.iter().map(ToString::to_string).collect();
+    json!({ "version": version, "rows": rows, "removed": removed })
+}
+
+/// Sends `ev` to every open page and returns it as the writer's answer.
+fn publish(s: &AppState, ev: Value) -> Json<Value> {
+    // no page listening is not an error
+    let _ = s.events.send(ev.to_string());
+    Json(ev)
+}
+
+/// A drag: the card, where it was dropped (the column and the neighbours the page
+/// showed there) and the board version the page holds.
+#[derive(Debug, Deserialize)]
+pub struct Drag {
+    card: Uuid,
+    column: String,
+    prev: Option<Uuid>,
+    next: Option<Uuid>,
+    version: i64,
+}
+
+async fn move_card(
+    State(s): State<Arc<AppState>>,
+    Json(d): Json<Drag>,
+) -> Result<Json<Value>, ApiError> {
+    let at = Placement::Between {
+        prev: d.prev.map(Id::from),
+        next: d.next.map(Id::from),
+    };
+    let moved = card::Entity::ordering()
+        .expect_version(d.version)
+        .move_to_parent(&s.db, d.card, list(s.board, &d.column)?, at)
+        .await?;
+    Ok(publish(&s, event(&moved.changes, None)))
+}
+
+/// A new card: its column, title, neighbours and the page's version.
+#[derive(Debug, Deserialize)]
+pub struct NewCard {
+    column: String,
+    title: String,
+    prev: Option<Uuid>,
+    next: Option<Uuid>,
+    version: i64,
+}
+
+async fn add_card(
+    State(s): State<Arc<AppState>>,
+    Json(n): Json<NewCard>,
+) -> Result<Json<Value>, ApiError> {
+    let title = n.title.trim();
+    if title.is_empty() || title.chars().count() > 200 {
+        return Err(ApiError::bad("a title of 1 to 200 characters".to_owned()));
+    }
+    let at = Placement::Between {
+        prev: n.prev.map(Id::from),
+        next: n.next.map(Id::from),
+    };
+    let made = card::Entity::ordering()
+        .expect_version(n.version)
+        .insert_model(&s.db, list(s.board, &n.column)?, at, new_card(title))
+        .await?;
+    let ev = event(&made.outcome.changes, Some((made.value.id, title)));
+    Ok(publish(&s, ev))
+}
+
+/// The version a removal was asked with.
+#[derive(Debug, Deserialize)]
+pub struct Expected {
+    version: i64,
+}
+
+async fn remove_card(
+    State(s): State<Arc<AppState>>,
+    Path(id): Path<Uuid>,
+    Query(q): Query<Expected>,
+) -> Result<Json<Value>, ApiError> {
+    let removed = card::Entity::ordering()
+        .expect_version(q.version)
+        .remove(&s.db, id)
+        .await?;
+    Ok(publish(&s, event(&removed.changes, None)))
+}
+
+/// Every write's changes as they happen; a page that fell behind gets `reload`.
+async fn events(
+    State(s): State<Arc<AppState>>,
+) -> Sse<impl tokio_stream::Stream<Item = Result<Event, std::convert::Infallible>>> {
+    let stream = BroadcastStream::new(s.events.subscribe()).map(|m| {
+        Ok(match m {
+            Ok(text) => Event::default().data(text),
+            Err(_lagged) => Event::default().data(r#"{"reload":true}"#),
+        })
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}

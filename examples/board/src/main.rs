@@ -1,0 +1,25 @@
+//! `cargo run -p board`: the board on embedded SQLite (`board.db` in the working
+//! directory), or on PostgreSQL or MySQL with `DATABASE_URL`; `BOARD_ADDR` sets the
+//! address (default `127.0.0.1:3000`). Open the printed address in two browsers and
+//! drag.
+
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+#[tokio::main]
+async fn main() -> Res<()> {
+    let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| "sqlite://board.db?mode=rwc".into());
+    let addr = std::env::var("BOARD_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
+    let db = sea_orm::Database::connect(&url).await?;
+    let state = board::setup(db).await?;
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    println!(
+        "the board is at http://{}/ (on {url})",
+        listener.local_addr()?
+    );
+    axum::serve(listener, board::app(state))
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,154 @@
+//! The board's HTTP API without a browser, on SQLite (and PostgreSQL when
+//! `ORDERED_PG_URL` is set): the page is served; a drag with the page's version is
+//! answered with its changes, which every open event stream receives; the same drag
+//! again (a stale page) is refused with 409 `version_conflict` and changes nothing; an
+//! unknown column is 422; adding below a card and removing one.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+async fn call(
+    app: &axum::Router,
+    method: &str,
+    uri: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let req = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", "application/json")
+        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+fn ids(board: &Value, column: &str) -> Vec<String> {
+    board["columns"][column]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn scenario(engine: &str, url: &str) {
+    let db = sea_orm::Database::connect(url).await.unwrap();
+    use sea_orm::ConnectionTrait;
+    for t in ["board_cards", "board_boards"] {
+        db.execute_unprepared(&format!("DROP TABLE IF EXISTS {t}"))
+            .await
+            .unwrap();
+    }
+    let app = board::app(board::setup(db).await.unwrap());
+
+    // the page, with its code
+    let res = app
+        .clone()
+        .oneshot(Request::get("/").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let page = res.into_body().collect().await.unwrap().to_bytes();
+    assert!(String::from_utf8_lossy(&page).contains("new EventSource(\"/api/events\")"));
+
+    let (status, b) = call(&app, "GET", "/api/board", None).await;
+    assert_eq!(status, StatusCode::OK, "{engine}");
+    let v = b["version"].as_i64().unwrap();
+    let todo = ids(&b, "todo");
+    assert_eq!(todo.len(), 3, "{engine}: {b}");
+
+    // an open page's event stream
+    let events = app
+        .clone()
+        .oneshot(Request::get("/api/events").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(events.status(), StatusCode::OK);
+    let mut stream = events.into_body();
+
+    // the last card of To do dragged to the top: its changes, the next version
+    let drag =
+        json!({ "card": todo[2], "column": "todo", "prev": null, "next": todo[0], "version": v });
+    let (status, moved) = call(&app, "POST", "/api/move", Some(drag.clone())).await;
+    assert_eq!(status, StatusCode::OK, "{engine}: {moved}");
+    assert_eq!(moved["version"], v + 1, "{engine}");
+    assert_eq!(moved["rows"][0]["id"], todo[2].as_str(), "{engine}");
+    assert_eq!(moved["rows"][0]["column"], "todo", "{engine}");
+    // the stream got the same changes
+    let frame = stream.frame().await.unwrap().unwrap().into_data().unwrap();
+    let text = String::from_utf8_lossy(&frame).to_string();
+    let data: Value = serde_json::from_str(text.trim().trim_start_matches("data:").trim()).unwrap();
+    assert_eq!(data, moved, "{engine}");
+
+    // the same drag from a page still at the old version: refused, nothing changes
+    let (status, refused) = call(&app, "POST", "/api/move", Some(drag)).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{engine}");
+    assert_eq!(refused["code"], "version_conflict", "{engine}");
+    let (_, after) = call(&app, "GET", "/api/board", None).await;
+    assert_eq!(
+        ids(&after, "todo"),
+        [todo[2].clone(), todo[0].clone(), todo[1].clone()],
+        "{engine}"
+    );
+    assert_eq!(after["version"], v + 1, "{engine}");
+
+    // across columns, between the page's neighbours
+    let done = ids(&after, "done");
+    let across = json!({ "card": todo[0], "column": "done", "prev": done[0], "next": done[1], "version": v + 1 });
+    let (status, moved) = call(&app, "POST", "/api/move", Some(across)).await;
+    assert_eq!(status, StatusCode::OK, "{engine}: {moved}");
+    assert_eq!(moved["rows"][0]["column"], "done", "{engine}");
+
+    // a new card below the first of Doing, with its title in the changes
+    let (_, now) = call(&app, "GET", "/api/board", None).await;
+    let doing = ids(&now, "doing");
+    let add = json!({ "column": "doing", "title": "Write the announcement", "prev": doing[0], "next": null, "version": v + 2 });
+    let (status, added) = call(&app, "POST", "/api/cards", Some(add)).await;
+    assert_eq!(status, StatusCode::OK, "{engine}: {added}");
+    assert_eq!(
+        added["rows"][0]["title"], "Write the announcement",
+        "{engine}"
+    );
+    // an unknown column
+    let bad =
+        json!({ "column": "later", "title": "x", "prev": null, "next": null, "version": v + 3 });
+    let (status, _) = call(&app, "POST", "/api/cards", Some(bad)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{engine}");
+    // removed
+    let uri = format!("/api/cards/{}?version={}", todo[1], v + 3);
+    let (status, removed) = call(&app, "DELETE", &uri, None).await;
+    assert_eq!(status, StatusCode::OK, "{engine}: {removed}");
+    assert_eq!(removed["removed"][0], todo[1].as_str(), "{engine}");
+    let (_, last) = call(&app, "GET", "/api/board", None).await;
+    assert_eq!(ids(&last, "todo"), [todo[2].clone()], "{engine}");
+    assert_eq!(ids(&last, "doing").len(), 2, "{engine}");
+    assert_eq!(ids(&last, "done").len(), 3, "{engine}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_answers_with_changes_and_refuses_stale_pages() {
+    let file = std::env::temp_dir().join("ordered-board-api.db");
+    let _ = std::fs::remove_file(&file);
+    scenario("sqlite", &format!("sqlite://{}?mode=rwc", file.display())).await;
+    match std::env::var("ORDERED_PG_URL") {
+        Ok(url) if !url.is_empty() => scenario("postgres", &url).await,
+        _ if std::env::var("ORDERED_REQUIRE_DBS").is_ok_and(|v| v == "1") => {
+            panic!("ORDERED_REQUIRE_DBS=1 but ORDERED_PG_URL is not set")
+        }
+        _ => eprintln!("skipped PostgreSQL: ORDERED_PG_URL is not set"),
+    }
+    if let Ok(url) = std::env::var("ORDERED_MYSQL_URL")
+        && !url.is_empty()
+    {
+        scenario("mysql", &url).await;
+    }
+}

@@ -1,0 +1,190 @@
+// Two (then three) real browser pages on one board, driven by playwright-core in
+// Debian's chromium. Run by ../browser.rs, which serves the board and reads the
+// database: after each step this script prints `STEP {json}` with what every page
+// shows, and waits for `ok` on stdin (the Rust side compares it with the database).
+//
+// usage: node drag.mjs <base url> <screenshot dir>
+import { chromium } from "playwright-core";
+import readline from "node:readline";
+
+const [base, shots] = process.argv.slice(2);
+const executablePath = process.env.CHROMIUM || "/usr/bin/chromium";
+const input = readline.createInterface({ input: process.stdin });
+const lines = input[Symbol.asyncIterator]();
+
+/** Every column's card ids, top to bottom, as the page shows them. */
+function columns(page) {
+  return page.evaluate(() =>
+    Object.fromEntries(
+      [...document.querySelectorAll(".list")].map((l) => [
+        l.dataset.column,
+        [...l.querySelectorAll(".card")].map((c) => c.dataset.id),
+      ]),
+    ),
+  );
+}
+
+/** Reports a step and waits for the Rust side's verdict. */
+async function step(name, pages, extra = {}) {
+  const shown = {};
+  for (const [k, p] of Object.entries(pages)) shown[k] = await columns(p);
+  console.log("STEP " + JSON.stringify({ name, pages: shown, ...extra }));
+  const { value } = await lines.next();
+  if (value !== "ok") throw new Error(`step ${name}: ${value}`);
+}
+
+/** The page answered its writes and shows board version `v` (or any, when null). */
+async function settled(page, v = null) {
+  await page.waitForFunction(
+    (v) => document.body.dataset.pending === "0" && document.body.dataset.version !== "" &&
+      (v === null || document.body.dataset.version === String(v)),
+    v,
+    { timeout: 10_000 },
+  );
+  return Number(await page.evaluate(() => document.body.dataset.version));
+}
+
+const card = (id) => `.card[data-id="${id}"]`;
+
+/** Drags card `id` onto the upper part of card `before` (lands just above it), or to
+ * the end of `column` when `before` is null. */
+async function drag(page, id, { before = null, column = null }) {
+  if (before) {
+    await page.dragAndDrop(card(id), card(before), { targetPosition: { x: 30, y: 3 } });
+  } else {
+    const list = page.locator(`.list[data-column="${column}"]`);
+    const box = await list.boundingBox();
+    await page.dragAndDrop(card(id), `.list[data-column="${column}"]`, {
+      targetPosition: { x: 30, y: box.height - 2 },
+    });
+  }
+}
+
+async function open(browser, { live = true } = {}) {
+  const context = await browser.newContext({ viewport: { width: 960, height: 560 } });
+  const page = await context.newPage();
+  page.on("pageerror", (e) => console.error(`page error: ${e}`));
+  if (!live) {
+    // a page whose live connection is down: it keeps what it read and goes stale
+    await page.route("**/api/events", (r) => r.abort());
+  }
+  await page.goto(base);
+  await settled(page);
+  if (live) await page.waitForFunction(() => document.getElementById("live").textContent === "live");
+  return page;
+}
+
+const browser = await chromium.launch({
+  executablePath,
+  args: ["--headless", "--no-sandbox", "--disable-gpu"],
+});
+try {
+  const a = await open(browser);
+  const b = await open(browser);
+  await step("open", { a, b });
+
+  // a drag in A appears in B within a second
+  let shown = await columns(a);
+  const v0 = await settled(a);
+  let t0 = Date.now();
+  await drag(a, shown.todo[2], { before: shown.todo[0] });
+  await settled(a, v0 + 1);
+  await settled(b, v0 + 1);
+  const within = Date.now() - t0;
+  if (within > 1000) throw new Error(`B showed A's drag after ${within} ms`);
+  await step("drag within a column, seen by the other page", { a, b }, { ms: within });
+
+  // across columns
+  shown = await columns(a);
+  t0 = Date.now();
+  await drag(a, shown.todo[0], { before: shown.doing[0] });
+  await settled(a, v0 + 2);
+  await settled(b, v0 + 2);
+  await step("drag across columns", { a, b }, { ms: Date.now() - t0 });
+
+  // both pages drop a card into the same gap at the same moment: one wins, the other
+  // is refused (it held the old version) and re-reads; neither loses or doubles a card
+  shown = await columns(a);
+  const gap = shown.done[1];
+  // each page's write waits until the other's was sent too: both reach the server at
+  // once, each with the version its page showed
+  let sent = 0;
+  let release;
+  const both = new Promise((r) => { release = r; });
+  const hold = async (route) => {
+    sent += 1;
+    if (sent === 2) release();
+    await both;
+    await route.continue();
+  };
+  await a.route("**/api/move", hold);
+  await b.route("**/api/move", hold);
+  await Promise.all([
+    drag(a, shown.todo[0], { before: gap }),
+    drag(b, shown.doing[0], { before: gap }),
+  ]);
+  await both;
+  await a.unroute("**/api/move", hold);
+  await b.unroute("**/api/move", hold);
+  const va = await settled(a);
+  const vb = await settled(b);
+  const v = Math.max(va, vb);
+  await settled(a, v);
+  await settled(b, v);
+  const refused = [];
+  for (const [k, p] of [["a", a], ["b", b]]) {
+    if (await p.isVisible("#notice")) refused.push(k);
+  }
+  await a.screenshot({ path: `${shots}/board-a.png` });
+  await b.screenshot({ path: `${shots}/board-b.png` });
+  if (refused.length !== 1 || v - (v0 + 2) !== 1) {
+    throw new Error(`one of two drags at once must be refused: refused ${refused}, ${v - (v0 + 2)} writes`);
+  }
+  await step("both drag into one gap at once", { a, b }, { refused, writes: v - (v0 + 2) });
+
+  // a stale page (its live connection is down) drags: refused, it re-reads and says so
+  const c = await open(browser, { live: false });
+  shown = await columns(a);
+  const before = await settled(a);
+  await drag(a, shown.done.at(-1), { before: shown.done[0] });
+  await settled(a, before + 1);
+  await settled(b, before + 1);
+  const stale = await columns(c);
+  // by what the stale page shows, its second card of Done goes first
+  await drag(c, stale.done[1], { before: stale.done[0] });
+  await c.waitForSelector("#notice:not([hidden])", { timeout: 5_000 });
+  await settled(c, before + 1);
+  await step("a stale page's drag is refused and repaired", { a, b, c }, {
+    notice: await c.textContent("#notice"),
+  });
+
+  // add at the end of a column, add below a card, remove one
+  shown = await columns(a);
+  let vv = await settled(a);
+  await a.fill('.column:nth-child(1) form.add:not(.below) input', "Ship it");
+  await a.press('.column:nth-child(1) form.add:not(.below) input', "Enter");
+  await settled(a, vv + 1);
+  await settled(b, vv + 1);
+  await b.click(`${card(shown.doing[0])} [data-action="add-below"]`);
+  await b.fill("form.below input", "Write the announcement");
+  await b.press("form.below input", "Enter");
+  await settled(b, vv + 2);
+  await settled(a, vv + 2);
+  await a.click(`${card(shown.done[0])} [data-action="remove"]`);
+  await settled(a, vv + 3);
+  await settled(b, vv + 3);
+  await step("add at the end, add below a card, remove", { a, b }, {
+    added_below: shown.doing[0],
+    removed: shown.done[0],
+  });
+
+  // a reload shows the same order
+  await a.reload();
+  await settled(a);
+  await step("reload", { a, b });
+  console.log("DONE");
+} finally {
+  await browser.close();
+  // stdin stays open: without this the reader keeps node alive
+  input.close();
+}
