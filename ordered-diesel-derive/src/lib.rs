@@ -288,6 +288,20 @@ fn parse(ast: &DeriveInput) -> syn::Result<Attrs> {
     Ok(a)
 }
 
+/// Refuses `parent_key` and `version` (columns of a parent table) on a table whose
+/// lists are locked in the lock table, with `message(attribute)`.
+fn no_parent_columns(a: &Attrs, message: impl Fn(&str) -> String) -> syn::Result<()> {
+    for (v, name) in [
+        (a.parent_key.as_ref().map(|v| &v.key), "parent_key"),
+        (a.version.as_ref().map(|v| &v.key), "version"),
+    ] {
+        if let Some(k) = v {
+            return Err(syn::Error::new(k.span(), message(name)));
+        }
+    }
+    Ok(())
+}
+
 fn bad(key: &Ident, what: &str, e: syn::Error) -> syn::Error {
     let mut err = syn::Error::new(key.span(), format!("`{key}` takes {what}; {FORMAT}"));
     err.combine(e);
@@ -312,19 +326,11 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
         ));
     }
     if a.parent.is_none() {
-        for (v, name) in [
-            (a.parent_key.as_ref().map(|v| &v.key), "parent_key"),
-            (a.version.as_ref().map(|v| &v.key), "version"),
-        ] {
-            if let Some(k) = v {
-                return Err(syn::Error::new(
-                    k.span(),
-                    format!(
-                        "`{name}` names a column of the parent table; without `parent` the collections are locked and versioned in the lock table (`ordered_locks`)"
-                    ),
-                ));
-            }
-        }
+        no_parent_columns(&a, |name| {
+            format!(
+                "`{name}` names a column of the parent table; without `parent` the collections are locked and versioned in the lock table (`ordered_locks`)"
+            )
+        })?;
     }
     let name = &ast.ident;
     let table: Path = match &a.table {
@@ -411,25 +417,12 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
                 "a tree's parent column is nullable (NULL: the root list): make the scope field `Option<_>` and its column `Nullable<_>`",
             ));
         }
-        if !split.is_empty() {
-            return Err(syn::Error::new(
-                p.value.span(),
-                "a tree is ordered per its parent column alone: give `scope` one column",
-            ));
-        }
-        for (v, name) in [
-            (a.parent_key.as_ref().map(|v| &v.key), "parent_key"),
-            (a.version.as_ref().map(|v| &v.key), "version"),
-        ] {
-            if let Some(k) = v {
-                return Err(syn::Error::new(
-                    k.span(),
-                    format!(
-                        "`{name}` does not apply to a tree: its lists are locked and versioned in the lock table (`ordered_locks`), the root list included"
-                    ),
-                ));
-            }
-        }
+        // (a scope of several columns is refused below, as for any nullable scope)
+        no_parent_columns(&a, |name| {
+            format!(
+                "`{name}` does not apply to a tree: its lists are locked and versioned in the lock table (`ordered_locks`), the root list included"
+            )
+        })?;
     }
     if let Some(f) = scope_field.filter(|_| nullable) {
         if let (Some(p), false) = (&a.parent, tree) {
