@@ -725,6 +725,10 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
             let null = if spec.nullable() { "NULL" } else { "NOT NULL" };
             cols.push(format!("{} {parent_ty} {null}", q(d, spec.parent)));
         }
+    } else if d == Dialect::Mysql {
+        // the foreign key is a table constraint below: MySQL ignores an inline
+        // REFERENCES, MariaDB (10.5 and later) honours it, and both would make two
+        cols.push(format!("{} {parent_ty} NOT NULL", q(d, spec.parent)));
     } else {
         cols.push(format!(
             "{} {parent_ty} NOT NULL REFERENCES {} ({}) ON DELETE CASCADE",
@@ -803,7 +807,7 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
                 q(d, &format!("{}_{}_idx", spec.table, spec.parent)),
                 q(d, spec.parent)
             ));
-            // the foreign key: MySQL ignores an inline REFERENCES
+            // the foreign key, once (no inline REFERENCES on this engine, above)
             cols.push(format!(
                 "FOREIGN KEY ({}) REFERENCES {} ({}) ON DELETE CASCADE",
                 q(d, spec.parent),
