@@ -161,12 +161,16 @@ try {
   // add at the end of a column, add below a card, remove one
   shown = await columns(a);
   let vv = await settled(a);
+  // B starts typing a card below the first of Doing while A adds one: what B typed
+  // survives A's change arriving
+  await b.click(`${card(shown.doing[0])} [data-action="add-below"]`);
+  await b.fill("form.below input", "Write the announcement");
   await a.fill('.column:nth-child(1) form.add:not(.below) input', "Ship it");
   await a.press('.column:nth-child(1) form.add:not(.below) input', "Enter");
   await settled(a, vv + 1);
   await settled(b, vv + 1);
-  await b.click(`${card(shown.doing[0])} [data-action="add-below"]`);
-  await b.fill("form.below input", "Write the announcement");
+  const typed = await b.inputValue("form.below input");
+  if (typed !== "Write the announcement") throw new Error(`B's typing was lost: ${typed}`);
   await b.press("form.below input", "Enter");
   await settled(b, vv + 2);
   await settled(a, vv + 2);
