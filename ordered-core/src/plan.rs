@@ -491,8 +491,7 @@ pub fn plan(spec: &Spec, req: &Request, reads: &Reads, locked: &[Id]) -> Result<
         hidden: spec.filter.is_some(),
         reads,
         locked,
-        // a split table is locked per parent row, unless its lists have lock rows
-        split: !spec.split_by.is_empty() && !spec.locks_rows(),
+        spec,
     };
     match req {
         Request::Insert { parent, at } => {
@@ -578,9 +577,8 @@ struct Planner<'a> {
     reads: &'a Reads,
     /// The keys of the parent rows locked ([`Spec::lock_key`]).
     locked: &'a [Id],
-    /// The table is split by more scope columns: a collection's lock key is its
-    /// first value.
-    split: bool,
+    /// The table: which lock covers a collection ([`Spec::lock_key`]).
+    spec: &'a Spec,
 }
 
 /// The resolved gap: the rows that will surround the item.
@@ -592,7 +590,7 @@ struct Gap {
 impl Planner<'_> {
     /// The key of the parent row that locks `scope` ([`Spec::lock_key`]).
     fn lock_key(&self, scope: Id) -> Id {
-        if self.split { scope.first() } else { scope }
+        self.spec.lock_key(scope)
     }
 
     /// An item read under the lock; it must still be in a locked collection.
