@@ -785,7 +785,7 @@ impl Operation {
                 Phase::Finish if self.galera && !self.replication_checked => {
                     self.replication_checked = true;
                     self.queue
-                        .push_back((sql::galera::unchanged(), Awaiting::Replicated));
+                        .push_back((sql::galera::intact(), Awaiting::Replicated));
                 }
                 Phase::Finish => return Ok(Action::Done(self.outcome())),
             }

@@ -338,7 +338,7 @@ fn galera_brackets_the_transaction_with_the_replication_check() {
     let (seen, done) = galera_insert(1);
     assert_eq!(seen[0], sql::galera::mark());
     assert!(seen[1].sql.contains("FOR UPDATE"));
-    assert_eq!(seen.last(), Some(&sql::galera::unchanged()));
+    assert_eq!(seen.last(), Some(&sql::galera::intact()));
     let Ok(Action::Done(outcome)) = done else {
         panic!("expected the end, got {done:?}");
     };

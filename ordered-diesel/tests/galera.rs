@@ -326,7 +326,8 @@ fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() {
     // operation the cluster aborted part-way, and each of those was reported so
     assert!(
         escaped <= partial,
-        "{escaped} operations ran partly outside their transaction, {partial} reported"
+        "{escaped} operations ran partly outside their transaction, {partial} reported; the failures: {:?}",
+        all.errors
     );
     let report = ord(&t).verify(&mut c, 1).unwrap();
     if partial == 0 {
