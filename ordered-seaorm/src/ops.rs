@@ -851,6 +851,15 @@ pub(crate) fn key_values(id: impl Into<Id>) -> Vec<Value> {
         #[cfg(not(feature = "uuid"))]
         Id::Uuid(u) => vec![Value::from(u.hyphenated().to_string())],
         Id::Text(s) => vec![Value::from(s.as_str())],
+        // the root list of a nullable scope: NULL, of whichever type the column takes
+        Id::Tuple(_) if id == Id::ROOT => vec![
+            Value::BigInt(None),
+            Value::Int(None),
+            Value::SmallInt(None),
+            Value::String(None),
+            #[cfg(feature = "uuid")]
+            Value::Uuid(None),
+        ],
         // a composite key is set column by column (set_slot)
         Id::Tuple(_) => Vec::new(),
     }
@@ -880,33 +889,8 @@ where
     A::Entity: OrderedEntity,
 {
     let split = <A::Entity as OrderedEntity>::split_columns();
-    let spec = <A::Entity as OrderedEntity>::spec();
-    if spec.is_global() {
+    if <A::Entity as OrderedEntity>::spec().is_global() {
         // one list: no scope column to set
-    } else if spec.nullable() && slot.parent == Id::ROOT {
-        // the root list: a NULL of the column's own value type
-        let column = <A::Entity as OrderedEntity>::scope_column();
-        let nulls = [
-            Value::BigInt(None),
-            Value::Int(None),
-            Value::SmallInt(None),
-            Value::String(None),
-            #[cfg(feature = "uuid")]
-            Value::Uuid(None),
-        ];
-        let mut last = None;
-        for v in nulls {
-            match row.try_set(column, v) {
-                Ok(()) => {
-                    last = None;
-                    break;
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        if let Some(e) = last {
-            return Err(e);
-        }
     } else if split.is_empty() {
         set_key(
             row,

@@ -11,10 +11,8 @@
     unreachable_pub
 )]
 
-use ordered_seaorm::migration::{create_ordered_table, create_parent_table};
 use ordered_seaorm::{Error, Id, KeyType, OrderedEntity, OrderingError, Placement, Spec};
-use sea_orm::{ConnectionTrait, EntityTrait, QueryOrder, Set, Statement};
-use sea_orm_migration::SchemaManager;
+use sea_orm::{ConnectionTrait, EntityTrait, QueryOrder, Set};
 use uuid::Uuid;
 
 mod card {
@@ -50,34 +48,8 @@ const CARDS: Spec = Spec::new("key_cards", "board_id", "key_boards")
     .with_parent_type(KeyType::Uuid);
 
 async fn migrate(db: &sea_orm::DatabaseConnection) {
-    let d = ordered_seaorm::dialect(db.get_database_backend()).unwrap();
-    let q = |s: &str| ordered_seaorm::sql::quote(d, s);
-    for t in ["key_cards", "key_boards"] {
-        exec(db, &format!("DROP TABLE IF EXISTS {}", q(t))).await;
-    }
-    let manager = SchemaManager::new(db);
-    create_parent_table(&manager, &CARDS, &[]).await.unwrap();
-    create_ordered_table(&manager, &CARDS, &[("title", "VARCHAR(100) NOT NULL")])
-        .await
-        .unwrap();
-    let ph = if d == ordered_seaorm::Dialect::Postgres {
-        "$1"
-    } else {
-        "?"
-    };
-    for b in [board(1), board(2), board(3)] {
-        db.execute_raw(Statement::from_sql_and_values(
-            db.get_database_backend(),
-            format!(
-                "INSERT INTO {} ({}) VALUES ({ph})",
-                q("key_boards"),
-                q("id")
-            ),
-            [ordered_seaorm::key_value(Id::from(b))],
-        ))
-        .await
-        .unwrap();
-    }
+    let boards = [board(1).into(), board(2).into(), board(3).into()];
+    common::migrate(db, &CARDS, &[("title", "VARCHAR(100) NOT NULL")], &boards).await;
 }
 
 fn new_card(n: u128, title: &str) -> card::ActiveModel {

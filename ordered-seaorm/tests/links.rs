@@ -11,10 +11,8 @@
     unreachable_pub
 )]
 
-use ordered_seaorm::migration::{create_ordered_table, create_parent_table};
 use ordered_seaorm::{Id, OrderedEntity, OrderingError, Placement, Spec};
 use sea_orm::Set;
-use sea_orm_migration::SchemaManager;
 
 mod entry {
     use ordered_seaorm::DeriveOrdered;
@@ -52,25 +50,7 @@ const ENTRIES: Spec = Spec::link(
 .with_version("version");
 
 async fn migrate(db: &sea_orm::DatabaseConnection) {
-    let d = ordered_seaorm::dialect(db.get_database_backend()).unwrap();
-    let q = |s: &str| ordered_seaorm::sql::quote(d, s);
-    for t in ["s_link_entries", "s_link_playlists"] {
-        exec(db, &format!("DROP TABLE IF EXISTS {}", q(t))).await;
-    }
-    let manager = SchemaManager::new(db);
-    create_parent_table(&manager, &ENTRIES, &[]).await.unwrap();
-    create_ordered_table(&manager, &ENTRIES, &[]).await.unwrap();
-    for p in [1, 2] {
-        exec(
-            db,
-            &format!(
-                "INSERT INTO {} ({}) VALUES ({p})",
-                q("s_link_playlists"),
-                q("id")
-            ),
-        )
-        .await;
-    }
+    common::migrate(db, &ENTRIES, &[], &[1.into(), 2.into()]).await;
 }
 
 fn track(t: i64) -> entry::ActiveModel {

@@ -11,10 +11,8 @@
     unreachable_pub
 )]
 
-use ordered_seaorm::migration::{create_ordered_table, create_parent_table};
 use ordered_seaorm::{Id, NullScope, OrderedEntity, OrderingError, Placement, Spec};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set};
-use sea_orm_migration::SchemaManager;
 
 mod folder {
     use ordered_seaorm::DeriveOrdered;
@@ -46,23 +44,7 @@ use common::*;
 const FOLDERS: Spec = Spec::tree("s_tree_folders", "parent_id");
 
 async fn migrate(db: &sea_orm::DatabaseConnection) {
-    let d = ordered_seaorm::dialect(db.get_database_backend()).unwrap();
-    let q = |s: &str| ordered_seaorm::sql::quote(d, s);
-    exec(db, &format!("DROP TABLE IF EXISTS {}", q("s_tree_folders"))).await;
-    let manager = SchemaManager::new(db);
-    create_parent_table(&manager, &FOLDERS, &[]).await.unwrap();
-    create_ordered_table(&manager, &FOLDERS, &[("name", "VARCHAR(40) NOT NULL")])
-        .await
-        .unwrap();
-    exec(
-        db,
-        &format!(
-            "DELETE FROM {} WHERE {} = 's_tree_folders'",
-            q(ordered_seaorm::__private::LOCK_TABLE),
-            q("table_name")
-        ),
-    )
-    .await;
+    common::migrate(db, &FOLDERS, &[("name", "VARCHAR(40) NOT NULL")], &[]).await;
 }
 
 fn new_folder(id: i64, name: &str) -> folder::ActiveModel {

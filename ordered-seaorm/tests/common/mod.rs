@@ -236,3 +236,55 @@ pub fn board(n: u128) -> uuid::Uuid {
 pub fn card_id(n: u128) -> uuid::Uuid {
     uuid::Uuid::from_u128(n.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835))
 }
+
+/// `spec`'s tables made afresh through the SeaORM migration building blocks (what an
+/// app's migration crate calls): the items table with `columns` of the app's own and
+/// its parent table with a row per key of `parents`; for a table with lock rows, only
+/// this table's rows of the shared lock table are cleared.
+pub async fn migrate(
+    db: &DatabaseConnection,
+    spec: &Spec,
+    columns: &[(&str, &str)],
+    parents: &[Id],
+) {
+    use ordered_seaorm::migration::{create_ordered_table, create_parent_table};
+    let d = dialect(db.get_database_backend()).unwrap();
+    let q = |s: &str| sql::quote(d, s);
+    exec(db, &format!("DROP TABLE IF EXISTS {}", q(spec.table))).await;
+    if !spec.locks_rows() {
+        exec(
+            db,
+            &format!("DROP TABLE IF EXISTS {}", q(spec.parent_table)),
+        )
+        .await;
+    }
+    let manager = sea_orm_migration::SchemaManager::new(db);
+    create_parent_table(&manager, spec, &[]).await.unwrap();
+    create_ordered_table(&manager, spec, columns).await.unwrap();
+    if spec.locks_rows() {
+        exec(
+            db,
+            &format!(
+                "DELETE FROM {} WHERE {} = '{}'",
+                q(spec.parent_table),
+                q("table_name"),
+                spec.table
+            ),
+        )
+        .await;
+    }
+    let ph = if d == Dialect::Postgres { "$1" } else { "?" };
+    for &p in parents {
+        db.execute_raw(Statement::from_sql_and_values(
+            db.get_database_backend(),
+            format!(
+                "INSERT INTO {} ({}) VALUES ({ph})",
+                q(spec.parent_table),
+                q(spec.parent_id)
+            ),
+            [ordered_seaorm::key_value(p)],
+        ))
+        .await
+        .unwrap();
+    }
+}
