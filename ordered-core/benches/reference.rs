@@ -1,9 +1,10 @@
-//! Keys against the reference, in one run: `key_between` ns per key for three patterns of
-//! 10,000 keys (append to the end; between random neighbours of a 1,000-key list; a hot
-//! gap, each key between `a0` and the previous one), median of 5 runs, beside Rocicorp's
-//! `fractional-indexing` running the same patterns under node, with the ratio. Both sides
-//! must end with the same keys. When node or the npm package is missing the reference
-//! side is skipped, and the benchmark says so.
+//! Keys against the reference, in one run: ns per key for three patterns of 10,000 keys
+//! (append to the end; between random neighbours of a 1,000-key list; a hot gap, each key
+//! between `a0` and the previous one), median of 5 runs, beside Rocicorp's
+//! `fractional-indexing` running the same patterns under node, with the ratio. Ours is
+//! timed twice: `key_between` (a new `String` per key) and `key_between_into` (one reused
+//! buffer). Both sides must end with the same keys. When node or the npm package is
+//! missing the reference side is skipped, and the benchmark says so.
 //!
 //! ```sh
 //! (cd tools && npm install --no-save fractional-indexing@4.0.0)
@@ -17,7 +18,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use ordered_core::key::key_between;
+use ordered_core::key::{Alphabet, key_between};
 
 const N: usize = 10_000;
 const RUNS: usize = 5;
@@ -38,12 +39,29 @@ fn k(a: Option<&str>, b: Option<&str>) -> String {
     key_between(a, b).expect("a valid pair")
 }
 
+/// `key_between_into`, writing into `out`.
+fn k_into(a: Option<&str>, b: Option<&str>, out: &mut String) {
+    Alphabet::BASE62
+        .key_between_into(a, b, out)
+        .expect("a valid pair");
+}
+
 fn append() -> String {
     let mut last: Option<String> = None;
     for _ in 0..N {
         last = Some(k(black_box(last.as_deref()), None));
     }
     last.unwrap_or_default()
+}
+
+fn append_into() -> String {
+    let (mut last, mut next) = (String::new(), String::new());
+    k_into(None, None, &mut last);
+    for _ in 1..N {
+        k_into(black_box(Some(&last)), None, &mut next);
+        std::mem::swap(&mut last, &mut next);
+    }
+    last
 }
 
 fn random(list: &[String], gaps: &[usize]) -> String {
@@ -54,10 +72,31 @@ fn random(list: &[String], gaps: &[usize]) -> String {
     out
 }
 
+fn random_into(list: &[String], gaps: &[usize]) -> String {
+    let mut out = String::new();
+    for &g in gaps {
+        k_into(
+            black_box(Some(&list[g])),
+            black_box(Some(&list[g + 1])),
+            &mut out,
+        );
+    }
+    out
+}
+
 fn hot() -> String {
     let mut hi = "a1".to_owned();
     for _ in 0..N {
         hi = k(black_box(Some("a0")), black_box(Some(&hi)));
+    }
+    hi
+}
+
+fn hot_into() -> String {
+    let (mut hi, mut next) = ("a1".to_owned(), String::new());
+    for _ in 0..N {
+        k_into(black_box(Some("a0")), black_box(Some(&hi)), &mut next);
+        std::mem::swap(&mut hi, &mut next);
     }
     hi
 }
@@ -117,24 +156,38 @@ fn main() {
         .map(|_| (lcg.next() % (list.len() as u64 - 1)) as usize)
         .collect();
     let ours = [
-        ("append", time(&append)),
-        ("random", time(&|| random(&list, &gaps))),
-        ("hot", time(&hot)),
+        ("append", time(&append), time(&append_into)),
+        (
+            "random",
+            time(&|| random(&list, &gaps)),
+            time(&|| random_into(&list, &gaps)),
+        ),
+        ("hot", time(&hot), time(&hot_into)),
     ];
-    println!("key_between, ns per key ({N} keys per pattern, median of {RUNS} runs)");
+    for (p, (_, a), (_, b)) in &ours {
+        assert_eq!(a, b, "{p}: key_between and key_between_into differ");
+    }
+    println!("ns per key ({N} keys per pattern, median of {RUNS} runs)");
     match reference() {
         Err(why) => {
             println!("fractional-indexing: skipped: {why}");
-            for (p, (ns, _)) in &ours {
-                println!("  {p:<7} ours {ns:>8.1}");
+            println!("  pattern  key_between  key_between_into");
+            for (p, (ns, _), (ns_into, _)) in &ours {
+                println!("  {p:<7} {ns:>12.1}  {ns_into:>16.1}");
             }
         }
         Ok(theirs) => {
-            println!("  pattern      ours  fractional-indexing 4.0.0 (node)  ratio");
+            println!(
+                "  pattern  key_between  key_between_into  fractional-indexing 4.0.0 (node)  ratio  ratio (into)"
+            );
             let mut same = true;
-            for ((p, (ns, last)), (_, rns, rlast)) in ours.iter().zip(&theirs) {
+            for ((p, (ns, last), (ns_into, _)), (_, rns, rlast)) in ours.iter().zip(&theirs) {
                 same &= last == rlast;
-                println!("  {p:<7} {ns:>9.1}  {rns:>32.1}  {:>5.1}x", rns / ns);
+                println!(
+                    "  {p:<7} {ns:>12.1}  {ns_into:>16.1}  {rns:>32.1}  {:>5.1}x  {:>11.1}x",
+                    rns / ns,
+                    rns / ns_into
+                );
             }
             assert!(same, "the two sides produced different keys");
             println!("  both sides ended with the same keys");

@@ -156,6 +156,28 @@ pub struct Alphabet {
     /// alphabet with more runs (the bitmap is used).
     #[cfg_attr(feature = "serde", serde(skip))]
     runs: Option<[(u8, u8); 3]>,
+    /// The value of each ASCII byte as a digit, [`NOT_A_DIGIT`] for the others: one load
+    /// instead of a binary search per digit.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    values: [u8; 128],
+}
+
+/// The entry of [`Alphabet`]'s value table for a byte that is not a digit.
+const NOT_A_DIGIT: u8 = u8::MAX;
+
+/// The value table of an ascending alphabet (characters outside ASCII are left out;
+/// `custom` refuses them).
+const fn values_of(digits: &str) -> [u8; 128] {
+    let b = digits.as_bytes();
+    let mut values = [NOT_A_DIGIT; 128];
+    let mut i = 0;
+    while i < b.len() && i < NOT_A_DIGIT as usize {
+        if b[i] < 128 {
+            values[b[i] as usize] = i as u8;
+        }
+        i += 1;
+    }
+    values
 }
 
 /// The contiguous runs of an ascending alphabet, if there are at most three.
@@ -221,6 +243,7 @@ impl Alphabet {
         digits: "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
         mask: mask_of("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
         runs: runs_of("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
+        values: values_of("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
     };
     /// Printable ASCII from space to `~`.
     pub const BASE95: Alphabet = Alphabet {
@@ -229,6 +252,9 @@ impl Alphabet {
             " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~",
         ),
         runs: runs_of(
+            " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~",
+        ),
+        values: values_of(
             " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~",
         ),
     };
@@ -266,6 +292,7 @@ impl Alphabet {
             digits,
             mask: mask_of(digits),
             runs: runs_of(digits),
+            values: values_of(digits),
         })
     }
 
@@ -288,7 +315,10 @@ impl Alphabet {
     }
 
     fn value(&self, c: u8) -> Option<usize> {
-        self.d().binary_search(&c).ok()
+        match self.values.get(c as usize) {
+            Some(&v) if v != NOT_A_DIGIT => Some(v as usize),
+            _ => None,
+        }
     }
 
     fn digit(&self, v: usize) -> u8 {
@@ -306,9 +336,16 @@ impl Alphabet {
         c < 128 && self.mask & (1u128 << c) != 0
     }
 
-    /// Whether every byte is a digit: range tests without branches, 32 bytes at a time
-    /// (which the compiler vectorises), or the bitmap.
+    /// Whether every byte is a digit: for a short key the value table, for a longer one
+    /// range tests without branches, 32 bytes at a time (which the compiler vectorises),
+    /// or the bitmap.
     fn all_digits(&self, bytes: &[u8]) -> bool {
+        if bytes.len() <= 16 {
+            // a short key: one table load per byte beats setting up the vector test
+            return bytes.iter().fold(true, |ok, &c| {
+                ok & (self.values[usize::from(c & 0x7f)] != NOT_A_DIGIT) & (c < 0x80)
+            });
+        }
         match self.runs {
             Some([(l0, n0), (l1, n1), (l2, n2)]) => bytes.chunks(32).all(|chunk| {
                 chunk.iter().fold(true, |ok, &c| {
@@ -323,11 +360,12 @@ impl Alphabet {
 
     /// Checks that `key` is a valid key in this alphabet.
     pub fn validate(&self, key: &str) -> Result<(), KeyError> {
-        self.parse(key.as_bytes()).map(|_| ())
+        self.parse(key).map(|_| ())
     }
 
     /// Splits a valid key into (integer part, fractional part).
-    fn parse<'k>(&self, key: &'k [u8]) -> Result<(&'k [u8], &'k [u8]), KeyError> {
+    fn parse<'k>(&self, key_str: &'k str) -> Result<(&'k str, &'k str), KeyError> {
+        let key = key_str.as_bytes();
         let Some(&head) = key.first() else {
             return Err(KeyError::Empty);
         };
@@ -359,64 +397,131 @@ impl Alphabet {
                 expected: len,
             });
         }
-        let (int, frac) = key.split_at(len);
-        if frac.last() == Some(&self.zero()) {
+        if key.last() == Some(&self.zero()) && len < key.len() {
             return Err(KeyError::TrailingZero { key: quote(key) });
         }
-        Ok((int, frac))
+        // every byte is ASCII by now, so `len` is a character boundary
+        key_str
+            .split_at_checked(len)
+            .ok_or_else(|| KeyError::InvalidChar {
+                key: quote(key),
+                offset: len,
+                byte: key.get(len).copied().unwrap_or_default(),
+            })
     }
 
     /// A key strictly between `a` and `b`; `None` stands for the start or the end of
     /// the list. Same result as the reference's `generateKeyBetween(a, b, digits,
     /// "A-Za-z")`, except that an out-of-order pair is an error instead of being swapped.
     pub fn key_between(&self, a: Option<&str>, b: Option<&str>) -> Result<String, KeyError> {
-        let a = a.map(str::as_bytes);
-        let b = b.map(str::as_bytes);
-        let pa = a.map(|a| self.parse(a)).transpose()?;
-        let pb = b.map(|b| self.parse(b)).transpose()?;
+        // the result is at most one byte longer than the longer bound, or its integer part
+        let cap = a.map_or(0, str::len).max(b.map_or(0, str::len)) + 2;
+        let mut out = String::with_capacity(cap.max(INT_MAX + 1));
+        self.key_between_into(a, b, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`key_between`](Self::key_between) written into `out` (cleared first), so that a
+    /// loop generating many keys reuses one buffer instead of allocating a `String` per
+    /// key. On an error `out` is left empty.
+    ///
+    /// ```
+    /// use ordered_core::key::Alphabet;
+    /// let b62 = Alphabet::BASE62;
+    /// let (mut last, mut next) = (String::new(), String::new());
+    /// b62.key_between_into(None, None, &mut last)?;
+    /// for _ in 0..3 {
+    ///     b62.key_between_into(Some(&last), None, &mut next)?;
+    ///     std::mem::swap(&mut last, &mut next);
+    /// }
+    /// assert_eq!(last, "a3");
+    /// # Ok::<(), ordered_core::key::KeyError>(())
+    /// ```
+    pub fn key_between_into(
+        &self,
+        a: Option<&str>,
+        b: Option<&str>,
+        out: &mut String,
+    ) -> Result<(), KeyError> {
+        out.clear();
+        let written = self.write_between(a, b, out);
+        if written.is_err() {
+            out.clear();
+        }
+        written
+    }
+
+    /// The key between `a` and `b`, appended to `out`: slices of the (validated, ASCII)
+    /// bounds and single digits, so nothing is copied twice or validated again.
+    fn write_between(
+        &self,
+        a: Option<&str>,
+        b: Option<&str>,
+        out: &mut String,
+    ) -> Result<(), KeyError> {
+        let pa = match a {
+            Some(a) => Some(self.parse(a)?),
+            None => None,
+        };
+        let pb = match b {
+            Some(b) => Some(self.parse(b)?),
+            None => None,
+        };
         if let (Some(a), Some(b)) = (a, b)
-            && a >= b
+            && !below(a.as_bytes(), b.as_bytes())
         {
             return Err(KeyError::OutOfOrder {
-                lower: quote(a),
-                upper: quote(b),
+                lower: quote(a.as_bytes()),
+                upper: quote(b.as_bytes()),
             });
         }
-        let out = match (pa, pb) {
-            (None, None) => vec![b'a', self.zero()],
+        match (pa, pb) {
+            (None, None) => {
+                out.push('a');
+                out.push(char::from(self.zero()));
+            }
             (None, Some((ib, fb))) => {
                 let b = b.unwrap_or_default();
-                if self.is_smallest_integer(ib) {
-                    self.with_midpoint(ib, &[], Some(fb))?
+                if self.is_smallest_integer(ib.as_bytes()) {
+                    out.push_str(ib);
+                    self.midpoint_into(out, "", Some(fb))?;
                 } else if ib.len() < b.len() {
-                    ib.to_vec()
-                } else {
-                    self.decrement(ib)
-                        .ok_or_else(|| KeyError::CannotDecrement { key: quote(b) })?
+                    out.push_str(ib);
+                } else if self.decrement_into(ib, out).is_none() {
+                    return Err(KeyError::CannotDecrement {
+                        key: quote(b.as_bytes()),
+                    });
                 }
             }
-            (Some((ia, fa)), None) => match self.increment(ia) {
-                Some(i) => i.as_slice().to_vec(),
-                None => self.with_midpoint(ia, fa, None)?,
-            },
+            (Some((ia, fa)), None) => {
+                if self.increment_into(ia, out).is_none() {
+                    out.clear();
+                    out.push_str(ia);
+                    self.midpoint_into(out, fa, None)?;
+                }
+            }
             (Some((ia, fa)), Some((ib, fb))) => {
-                if ia == ib {
-                    self.with_midpoint(ia, fa, Some(fb))?
+                // a < b, so an integer part of the same length is at most b's: equal
+                // unless below
+                if ia.len() == ib.len() && !below(ia.as_bytes(), ib.as_bytes()) {
+                    out.push_str(ia);
+                    self.midpoint_into(out, fa, Some(fb))?;
                 } else {
-                    let i = self
-                        .increment(ia)
-                        .ok_or_else(|| KeyError::CannotIncrement {
-                            key: quote(a.unwrap_or_default()),
-                        })?;
-                    if i.as_slice() < b.unwrap_or_default() {
-                        i.as_slice().to_vec()
-                    } else {
-                        self.with_midpoint(ia, fa, None)?
+                    if self.increment_into(ia, out).is_none() {
+                        return Err(KeyError::CannotIncrement {
+                            key: quote(a.unwrap_or_default().as_bytes()),
+                        });
+                    }
+                    // the next integer, unless it is `b` or above: then a fraction of `a`
+                    if !below(out.as_bytes(), b.unwrap_or_default().as_bytes()) {
+                        out.clear();
+                        out.push_str(ia);
+                        self.midpoint_into(out, fa, None)?;
                     }
                 }
             }
-        };
-        Ok(bytes_to_string(out))
+        }
+        Ok(())
     }
 
     /// `n` distinct keys in ascending order strictly between `a` and `b`, spread
@@ -508,142 +613,139 @@ impl Alphabet {
         Ok(())
     }
 
-    /// The digits strictly between fractions `0.a` and `0.b` (`None`: 1.0), iteratively.
-    /// `int` followed by the midpoint of the fractional parts `a` and `b`, in one buffer.
-    fn with_midpoint(&self, int: &[u8], a: &[u8], b: Option<&[u8]>) -> Result<Vec<u8>, KeyError> {
-        let mut out = Vec::with_capacity(int.len() + a.len().max(b.map_or(0, <[u8]>::len)) + 2);
-        out.extend_from_slice(int);
-        self.midpoint_into(&mut out, a, b)?;
-        Ok(out)
-    }
-
+    /// Appends the digits strictly between fractions `0.a` and `0.b` (`None`: 1.0),
+    /// iteratively.
     fn midpoint_into(
         &self,
-        out: &mut Vec<u8>,
-        mut a: &[u8],
-        mut b: Option<&[u8]>,
+        out: &mut String,
+        mut a: &str,
+        mut b: Option<&str>,
     ) -> Result<(), KeyError> {
         let zero = self.zero();
-        let base = self.base() as i64;
+        let base = self.base();
         if let Some(bb) = b
             && a >= bb
         {
             return Err(KeyError::OutOfOrder {
-                lower: quote(a),
-                upper: quote(bb),
+                lower: quote(a.as_bytes()),
+                upper: quote(bb.as_bytes()),
             });
         }
         loop {
             if let Some(bb) = b {
+                let (ab, bbb) = (a.as_bytes(), bb.as_bytes());
                 // the common prefix: a byte comparison over the shorter length, then `a`
                 // padded with zero digits
-                let mut n = a.iter().zip(bb).take_while(|(x, y)| x == y).count();
-                if n == a.len() {
-                    n += leading(&bb[n..], zero);
+                let mut n = ab.iter().zip(bbb).take_while(|(x, y)| x == y).count();
+                if n == ab.len() {
+                    n += leading(&bbb[n..], zero);
                 }
                 if n > 0 {
-                    if n == bb.len() {
-                        // unreachable when a < b holds; report rather than panic
+                    // n == len(b) is unreachable when a < b holds; report rather than panic
+                    let Some((common, rest)) = bb.split_at_checked(n).filter(|_| n < bbb.len())
+                    else {
                         return Err(KeyError::OutOfOrder {
-                            lower: quote(a),
-                            upper: quote(bb),
+                            lower: quote(ab),
+                            upper: quote(bbb),
                         });
-                    }
-                    out.extend_from_slice(&bb[..n]);
-                    a = a.get(n..).unwrap_or(&[]);
-                    b = Some(&bb[n..]);
+                    };
+                    out.push_str(common);
+                    a = a.get(n..).unwrap_or_default();
+                    b = Some(rest);
                     continue;
                 }
             }
-            let da = a.first().and_then(|&c| self.value(c)).unwrap_or(0) as i64;
+            let da = a.bytes().next().and_then(|c| self.value(c)).unwrap_or(0);
             let db = match b {
-                Some(bb) => bb.first().and_then(|&c| self.value(c)).unwrap_or(0) as i64,
+                Some(bb) => bb.bytes().next().and_then(|c| self.value(c)).unwrap_or(0),
                 None => base,
             };
-            if db - da > 1 {
-                out.push(self.digit(((da + db + 1) / 2) as usize));
+            if db > da + 1 {
+                out.push(char::from(self.digit((da + db).div_ceil(2))));
                 return Ok(());
             }
             match b {
                 Some(bb) if bb.len() > 1 => {
-                    out.push(bb[0]);
+                    out.push_str(bb.get(..1).unwrap_or_default());
                     return Ok(());
                 }
                 _ => {
-                    out.push(self.digit(da as usize));
-                    a = a.get(1..).unwrap_or(&[]);
+                    out.push(char::from(self.digit(da)));
+                    a = a.get(1..).unwrap_or_default();
                     b = None;
                 }
             }
         }
     }
 
-    /// The next integer part after `x`, on the stack (integer parts are at most 27
-    /// bytes, and an increment adds at most one).
-    fn increment(&self, x: &[u8]) -> Option<IntPart> {
-        let head = *x.first()?;
-        let zero = self.zero();
-        if x.len() > INT_MAX {
+    /// Appends the integer part after `x` (at most one byte longer); `None` when there is
+    /// none.
+    fn increment_into(&self, x: &str, out: &mut String) -> Option<()> {
+        let xb = x.as_bytes();
+        let head = *xb.first()?;
+        let zero = char::from(self.zero());
+        if xb.len() > INT_MAX {
             return None;
         }
-        let mut k = IntPart::default();
-        for i in (1..x.len()).rev() {
-            let d = self.value(x[i])? + 1;
+        for i in (1..xb.len()).rev() {
+            let d = self.value(xb[i])? + 1;
             if d < self.base() {
                 // x[..i], the incremented digit, then zeros for the digits that carried
-                k.extend(&x[..i]);
-                k.push(self.digit(d));
-                for _ in i + 1..x.len() {
-                    k.push(zero);
+                out.push_str(x.get(..i)?);
+                out.push(char::from(self.digit(d)));
+                for _ in i + 1..xb.len() {
+                    out.push(zero);
                 }
-                return Some(k);
+                return Some(());
             }
         }
         // every digit carried: the next head, with one digit more or less
-        let carried = x.len() - 1;
+        let carried = xb.len() - 1;
         let hi = HEADS.iter().position(|&h| h == head)?;
         let h = *HEADS.get(hi + 1)?;
-        let delta = int_len(h)? as i64 - int_len(head)? as i64;
-        k.push(h);
-        let zeros = match delta.cmp(&0) {
+        let zeros = match int_len(h)?.cmp(&int_len(head)?) {
             std::cmp::Ordering::Greater => carried + 1,
             std::cmp::Ordering::Less => carried.saturating_sub(1),
             std::cmp::Ordering::Equal => carried,
         };
+        out.push(char::from(h));
         for _ in 0..zeros {
-            k.push(zero);
+            out.push(zero);
         }
-        Some(k)
+        Some(())
     }
 
-    fn decrement(&self, x: &[u8]) -> Option<Vec<u8>> {
+    /// Appends the integer part before `x` to `out`; `None` when there is none.
+    fn decrement_into(&self, x_str: &str, out: &mut String) -> Option<()> {
+        let x = x_str.as_bytes();
         let head = *x.first()?;
-        let last = self.digit(self.base() - 1);
-        let mut trailing: Vec<u8> = Vec::new();
+        let last = char::from(self.digit(self.base() - 1));
+        // the digits that borrow are the trailing zeros; the first other digit drops by one
         for i in (1..x.len()).rev() {
             let v = self.value(x[i])?;
-            if v == 0 {
-                trailing.push(last);
-            } else {
-                let mut k = x[..i].to_vec();
-                k.push(self.digit(v - 1));
-                k.extend(&trailing);
-                return Some(k);
+            if v != 0 {
+                out.push_str(x_str.get(..i)?);
+                out.push(char::from(self.digit(v - 1)));
+                for _ in i + 1..x.len() {
+                    out.push(last);
+                }
+                return Some(());
             }
         }
+        // every digit borrowed: the previous head, with one digit more or less
+        let trailing = x.len() - 1;
         let hi = HEADS.iter().position(|&h| h == head)?;
         let h = *HEADS.get(hi.checked_sub(1)?)?;
-        let delta = int_len(h)? as i64 - int_len(head)? as i64;
-        let mut k = vec![h];
-        match delta.cmp(&0) {
-            std::cmp::Ordering::Greater => {
-                k.extend(&trailing);
-                k.push(last);
-            }
-            std::cmp::Ordering::Less => k.extend(trailing.get(1..).unwrap_or(&[])),
-            std::cmp::Ordering::Equal => k.extend(&trailing),
+        let digits = match (int_len(h)?).cmp(&int_len(head)?) {
+            std::cmp::Ordering::Greater => trailing + 1,
+            std::cmp::Ordering::Less => trailing.saturating_sub(1),
+            std::cmp::Ordering::Equal => trailing,
+        };
+        out.push(char::from(h));
+        for _ in 0..digits {
+            out.push(last);
         }
-        Some(k)
+        Some(())
     }
 
     /// A key strictly between `a` and `b` that ends in a fixed-width replica suffix, so
@@ -732,28 +834,18 @@ impl Alphabet {
 /// The longest integer part (head `z` or `A`: 27 bytes).
 const INT_MAX: usize = 27;
 
-/// An integer part on the stack.
-#[derive(Default)]
-struct IntPart {
-    bytes: [u8; INT_MAX + 1],
-    len: usize,
-}
-
-impl IntPart {
-    fn push(&mut self, b: u8) {
-        // callers stay within INT_MAX + 1 bytes; a longer part is cut, never a panic
-        if let Some(slot) = self.bytes.get_mut(self.len) {
-            *slot = b;
-            self.len += 1;
+/// `a < b` in byte order; a short pair is compared in place instead of through a call
+/// to `memcmp`.
+fn below(a: &[u8], b: &[u8]) -> bool {
+    if a.len() <= 16 && b.len() <= 16 {
+        for (x, y) in a.iter().zip(b) {
+            if x != y {
+                return x < y;
+            }
         }
-    }
-    fn extend(&mut self, bs: &[u8]) {
-        for &b in bs {
-            self.push(b);
-        }
-    }
-    fn as_slice(&self) -> &[u8] {
-        &self.bytes[..self.len]
+        a.len() < b.len()
+    } else {
+        a < b
     }
 }
 
