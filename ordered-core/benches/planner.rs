@@ -114,6 +114,36 @@ fn hot_gap_rows(
     )
 }
 
+/// Rows written per move for `moves` moves of a random item to the front of `n` items
+/// spaced 1024 apart (gapped, Window), as the engine benchmark's "move to front"; and the
+/// largest relabel.
+fn front_rows(n: usize, moves: usize) -> (f64, u64, u64) {
+    let mut store = Store::new(spec(&Gapped::DEFAULT, RebalancePolicy::Window));
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        ids.push(store.insert(1, Placement::Last).expect("insert"));
+    }
+    let before = store.stats();
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut largest = 0;
+    for _ in 0..moves {
+        let item = ids[rng.below(n - 1)];
+        let plan = store
+            .apply(&ordered_core::Request::Move {
+                item,
+                at: Placement::First,
+            })
+            .expect("move");
+        largest = largest.max(plan.relabelled);
+    }
+    let s = store.stats();
+    (
+        (s.rows_written - before.rows_written) as f64 / moves as f64,
+        s.relabels - before.relabels,
+        largest,
+    )
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let (n_keys, n_hot) = if quick {
@@ -166,6 +196,30 @@ fn main() {
             let _ = writeln!(md, "| {name} | {pname} | {per:.2} | {relabels} | {rows} |");
             eprintln!("  {name} / {pname}: {per:.2} rows per insert");
         }
+    }
+    let _ = writeln!(
+        md,
+        "\n## Move to front (\"bump to top\"): a random item to the front, gapped 1024, Window\n"
+    );
+    let _ = writeln!(
+        md,
+        "| items | moves | rows per move | relabels | largest relabel (rows) |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    let front: &[(usize, usize)] = if quick {
+        &[(10_000, 200), (10_000, 2_000)]
+    } else {
+        &[
+            (10_000, 200),
+            (100_000, 200),
+            (10_000, 10_000),
+            (100_000, 10_000),
+        ]
+    };
+    for &(n, moves) in front {
+        let (per, relabels, largest) = front_rows(n, moves);
+        let _ = writeln!(md, "| {n} | {moves} | {per:.2} | {relabels} | {largest} |");
+        eprintln!("  move to front, {n} items, {moves} moves: {per:.2} rows per move");
     }
     println!("{md}");
     let _ = std::fs::create_dir_all("../target");

@@ -94,7 +94,9 @@ fn int_of(p: Option<&Position>, s: &dyn PositionStrategy) -> Result<Option<i64>,
 }
 
 /// Gapped integers: positions in `[1, 2^62 - 1]`, `spacing` apart when appended, a
-/// midpoint when inserted between two items.
+/// midpoint when inserted between two items, [`front_step`](Gapped::front_step) below the
+/// first item when placed at the start (the end has room up to `2^62`, the start only as
+/// much as the first position).
 ///
 /// # Invariants
 /// - Every position is inside `[MIN_POSITION, MAX_POSITION]`, so negating it into the
@@ -105,7 +107,9 @@ fn int_of(p: Option<&Position>, s: &dyn PositionStrategy) -> Result<Option<i64>,
 ///   its step is at least 2 and `n <= s^(1 - log2 density)`: the density threshold that
 ///   makes a relabel window grow geometrically until it is sparse enough (list labelling,
 ///   Bender et al. 2002), so that a hot gap costs amortized polylogarithmic rows per
-///   insert instead of the whole collection.
+///   insert instead of the whole collection. A window that starts at the first item is
+///   instead packed `front_step` apart against its upper bound, and accepted when that
+///   takes at most a quarter of the room below it, so that the start has room again.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Gapped {
     spacing: i64,
@@ -151,6 +155,14 @@ impl Gapped {
     pub const fn spacing(&self) -> i64 {
         self.spacing
     }
+
+    /// How far apart items are placed at the start of a list once the spacing no longer
+    /// fits below the first item, and how far apart a relabel at the start packs them:
+    /// a thirty-second of the spacing (32 for the default), at least 2.
+    pub const fn front_step(&self) -> i64 {
+        let g = self.spacing / 32;
+        if g < 2 { 2 } else { g }
+    }
 }
 
 impl Default for Gapped {
@@ -191,7 +203,9 @@ impl PositionStrategy for Gapped {
                 Some(p) if p <= MAX_POSITION => Some(p),
                 _ => mid(a, MAX_POSITION + 1),
             },
-            (None, Some(b)) => match b.checked_sub(s) {
+            // the start is the one end with little room (a rebalance starts at `spacing`):
+            // below the first item step by the front step while it fits, then halve
+            (None, Some(b)) => match b.checked_sub(self.front_step()) {
                 Some(p) if p >= MIN_POSITION => Some(p),
                 _ => mid(MIN_POSITION - 1, b),
             },
@@ -219,6 +233,26 @@ impl PositionStrategy for Gapped {
             }));
         }
         let slots = n.saturating_add(1);
+        // A window that starts at the first item ("move to front" runs out of room there):
+        // pack it `front_step` apart against `hi`, accepted only when it takes at most a
+        // quarter of the room below `hi`. The three quarters left free at the start take
+        // three times as many moves to the front (stepping by the same amount) as the
+        // relabel wrote rows, instead of the ten halvings of the first gap the even spread
+        // gave (10,000 moves to the front of 100,000 items: 1.2 rows per move, was 11).
+        if matches!(mode, SpreadMode::Window)
+            && lo_v.is_none()
+            && let Some(r) = hi_v
+        {
+            let g = self.front_step();
+            let fits = slots
+                .checked_mul(g)
+                .and_then(|packed| packed.checked_mul(4))
+                .is_some_and(|room| room <= r);
+            return Ok(fits.then(|| Spread::Arithmetic {
+                first: r - n * g,
+                step: g,
+            }));
+        }
         // the span a window of n items needs to pass the density threshold
         let need = {
             let dense_enough = (n as f64).powf(1.0 / self.exponent).ceil();
@@ -508,6 +542,39 @@ mod tests {
                 .unwrap()
                 .is_some()
         );
+    }
+
+    #[test]
+    fn gapped_start_steps_below_the_first_item_and_packs_a_start_window() {
+        let g = Gapped::DEFAULT;
+        assert_eq!(g.front_step(), 32);
+        let at = |b: i64| g.between(None, Some(&Position::Int(b))).unwrap();
+        assert_eq!(at(1024), Some(Position::Int(992)));
+        assert_eq!(at(32), Some(Position::Int(16)), "then halving");
+        assert_eq!(at(1), None);
+        // 9 items (and the hole) below 10,000: packed 32 apart against it, the rest free
+        let hi = Position::Int(10_000);
+        match g.spread(None, Some(&hi), 10, SpreadMode::Window).unwrap() {
+            Some(Spread::Arithmetic { first, step }) => {
+                assert_eq!((first, step), (10_000 - 10 * 32, 32));
+            }
+            other => panic!("{other:?}"),
+        }
+        // too dense: 10 items would take more than a quarter of the room below 1,000
+        let hi = Position::Int(1_000);
+        assert_eq!(
+            g.spread(None, Some(&hi), 10, SpreadMode::Window).unwrap(),
+            None
+        );
+        // the whole list is still spread from `spacing`, `spacing` apart
+        assert_eq!(
+            g.spread(None, None, 10, SpreadMode::Fit).unwrap(),
+            Some(Spread::Arithmetic {
+                first: 1024,
+                step: 1024
+            })
+        );
+        assert_eq!(Gapped::new(8).front_step(), 2);
     }
 
     #[test]

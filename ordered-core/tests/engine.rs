@@ -146,7 +146,7 @@ fn the_item_still_in_place_is_planned_with_its_own_collection_version() {
     assert!(write.sql.starts_with("UPDATE \"items\""), "{}", write.sql);
     match op.next(Reply::Affected(1)) {
         Ok(Action::Done(o)) => {
-            assert_eq!(o.position, Some(Position::Int(512)));
+            assert_eq!(o.position, Some(Position::Int(1024 - 32)));
             // the version of the collection the item came from, after its bump
             assert_eq!(o.version, Some(4));
         }

@@ -333,3 +333,48 @@ fn cross_parent_moves_lock_both_in_increasing_order() {
         }]
     );
 }
+
+#[test]
+fn moves_to_the_front_write_under_two_rows_each_and_keep_the_order() {
+    // "bump to top": a random item to the front, again and again, on a list laid out as a
+    // rebalance leaves it (1024 apart from 1024)
+    let mut s = Store::new(spec(&Gapped::DEFAULT, RebalancePolicy::Window));
+    let n = 5_000;
+    let mut order: Vec<Id> = (0..n)
+        .map(|_| s.insert(1, Placement::Last).unwrap())
+        .collect();
+    assert_eq!(positions(&s, 1)[0], Position::Int(1024));
+    let before = s.stats();
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let moves = 3_000;
+    for _ in 0..moves {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let item = order[1 + (x % (n as u64 - 1)) as usize];
+        s.apply(&Request::Move {
+            item,
+            at: Placement::First,
+        })
+        .unwrap();
+        order.retain(|&i| i != item);
+        order.insert(0, item);
+    }
+    assert_eq!(s.ids(1), order, "the list is the replay of the moves");
+    let st = s.stats();
+    let per_move = (st.rows_written - before.rows_written) as f64 / moves as f64;
+    // halving the first gap and spreading the window evenly wrote 4.5 rows per move here
+    assert!(per_move < 2.0, "{per_move:.2} rows per move");
+    assert!(
+        st.relabels - before.relabels < 10,
+        "{} relabels",
+        st.relabels - before.relabels
+    );
+    // the first items are a front step apart, not crowded at 1, 2, 3
+    let p: Vec<i64> = positions(&s, 1)
+        .iter()
+        .take(10)
+        .map(|p| p.as_int().unwrap())
+        .collect();
+    assert!(p.windows(2).all(|w| w[1] - w[0] >= 2), "{p:?}");
+}
