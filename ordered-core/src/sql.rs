@@ -888,8 +888,7 @@ pub fn fused(d: Dialect, spec: &Spec, probes: &[Probe], locking: bool) -> Statem
                 b.s(" ORDER BY ")
                     .id(spec.position)
                     .s(if *up { " DESC" } else { "" })
-                    .s(" LIMIT ")
-                    .i(1);
+                    .s(" LIMIT 1");
             }
         }
         if lock {
@@ -1010,7 +1009,10 @@ fn range(b: &mut B, spec: &Spec, r: &RangeRead) {
         b.s(", ").id(spec.id).s(dir);
     }
     if let Some(l) = r.limit {
-        b.s(" LIMIT ").i(i64::try_from(l).unwrap_or(i64::MAX));
+        // a literal, not a bind: SQLite recompiles a statement whenever the value bound
+        // to its LIMIT changes, so a bound limit could never be reused prepared (the
+        // limits are few: 1, and a relabel window's doubling sizes)
+        let _ = write!(b.sql, " LIMIT {}", i64::try_from(l).unwrap_or(i64::MAX));
         if r.offset > 0 {
             b.s(" OFFSET ")
                 .i(i64::try_from(r.offset).unwrap_or(i64::MAX));

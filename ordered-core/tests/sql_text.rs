@@ -101,15 +101,15 @@ fn neighbour_reads_lock_on_mysql_only() {
     });
     assert_eq!(
         sql::read(Dialect::Postgres, &TRACKS, &r, true).sql,
-        r#"SELECT CAST("id" AS BIGINT) AS o_id, CAST("playlist_id" AS BIGINT) AS o_parent, CAST("position" AS BIGINT) AS o_pos FROM "tracks" WHERE "playlist_id" = $1 AND "position" > $2 AND "id" <> $3 ORDER BY "position" LIMIT $4"#
+        r#"SELECT CAST("id" AS BIGINT) AS o_id, CAST("playlist_id" AS BIGINT) AS o_parent, CAST("position" AS BIGINT) AS o_pos FROM "tracks" WHERE "playlist_id" = $1 AND "position" > $2 AND "id" <> $3 ORDER BY "position" LIMIT 1"#
     );
     assert_eq!(
         sql::read(Dialect::Mysql, &TRACKS, &r, true).sql,
-        "SELECT CAST(`id` AS SIGNED) AS o_id, CAST(`playlist_id` AS SIGNED) AS o_parent, CAST(`position` AS SIGNED) AS o_pos FROM `tracks` WHERE `playlist_id` = ? AND `position` > ? AND `id` <> ? ORDER BY `position` LIMIT ? FOR UPDATE"
+        "SELECT CAST(`id` AS SIGNED) AS o_id, CAST(`playlist_id` AS SIGNED) AS o_parent, CAST(`position` AS SIGNED) AS o_pos FROM `tracks` WHERE `playlist_id` = ? AND `position` > ? AND `id` <> ? ORDER BY `position` LIMIT 1 FOR UPDATE"
     );
     assert_eq!(
         sql::read(Dialect::Sqlite, &TRACKS, &r, true).sql,
-        r#"SELECT "id" AS o_id, "playlist_id" AS o_parent, "position" AS o_pos FROM "tracks" WHERE "playlist_id" = ? AND "position" > ? AND "id" <> ? ORDER BY "position" LIMIT ?"#
+        r#"SELECT "id" AS o_id, "playlist_id" AS o_parent, "position" AS o_pos FROM "tracks" WHERE "playlist_id" = ? AND "position" > ? AND "id" <> ? ORDER BY "position" LIMIT 1"#
     );
     let keys = sql::read(
         Dialect::Mysql,
@@ -134,16 +134,11 @@ fn neighbour_reads_lock_on_mysql_only() {
     let s = sql::read(Dialect::Postgres, &CARDS, &desc, false);
     assert_eq!(
         s.sql,
-        r#"SELECT CAST("id" AS BIGINT) AS o_id, CAST("column_id" AS BIGINT) AS o_parent, "rank" AS o_pos FROM "cards" WHERE "column_id" = $1 AND "rank" < $2 ORDER BY "rank" DESC LIMIT $3 OFFSET $4"#
+        r#"SELECT CAST("id" AS BIGINT) AS o_id, CAST("column_id" AS BIGINT) AS o_parent, "rank" AS o_pos FROM "cards" WHERE "column_id" = $1 AND "rank" < $2 ORDER BY "rank" DESC LIMIT 2 OFFSET $3"#
     );
     assert_eq!(
         s.args,
-        vec![
-            Arg::I64(3),
-            Arg::Text("a1".into()),
-            Arg::I64(2),
-            Arg::I64(5)
-        ]
+        vec![Arg::I64(3), Arg::Text("a1".into()), Arg::I64(5)]
     );
 }
 

@@ -152,7 +152,7 @@ macro_rules! async_server_connection {
                 use diesel_async::RunQueryDsl;
                 use ordered_core::Returns;
 
-                let q = rows::query::<$backend>(stmt);
+                let q = rows::raw(stmt, crate::conn::reusable($dialect, stmt))?;
                 let key = wire.key;
                 Ok(match stmt.returns {
                     Returns::Nothing => Reply::Affected(q.execute(self).await? as u64),

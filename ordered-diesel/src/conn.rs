@@ -41,7 +41,6 @@ pub trait OrderedConnection:
 ))]
 pub(crate) mod rows {
     use diesel::backend::Backend;
-    use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
     use diesel::result::{Error as DieselError, QueryResult};
     use diesel::serialize::ToSql;
     use diesel::sql_types::{BigInt, Binary, HasSqlType, Nullable, Text};
@@ -328,24 +327,154 @@ pub(crate) mod rows {
         rows.first().map_or(0, |r| r.o_count)
     }
 
-    /// `stmt` as a Diesel raw query with its typed binds.
-    pub(crate) fn query<DB>(stmt: &Statement) -> BoxedSqlQuery<'static, DB, SqlQuery>
+    /// A core statement as a Diesel query: its text with the backend's placeholders and
+    /// its typed binds. Unlike `sql_query`, it may be kept in the connection's prepared
+    /// statement cache (`reuse`, see [`reusable`](super::reusable)): keyed by its text and
+    /// bind types, a statement of a fixed shape is then prepared once per connection.
+    #[derive(Debug, Clone)]
+    pub(crate) struct Raw {
+        /// The text between placeholders (one more part than binds).
+        parts: Vec<String>,
+        args: Vec<Arg>,
+        reuse: bool,
+    }
+
+    impl diesel::query_builder::QueryId for Raw {
+        type QueryId = ();
+        const HAS_STATIC_QUERY_ID: bool = false;
+    }
+
+    impl diesel::query_builder::Query for Raw {
+        type SqlType = diesel::sql_types::Untyped;
+    }
+
+    impl<DB> diesel::query_builder::QueryFragment<DB> for Raw
     where
         DB: Backend + HasSqlType<BigInt> + HasSqlType<Text> + HasSqlType<Binary>,
         i64: ToSql<BigInt, DB>,
         String: ToSql<Text, DB>,
         Vec<u8>: ToSql<Binary, DB>,
     {
-        let mut q = diesel::sql_query(stmt.sql.clone()).into_boxed::<DB>();
-        for a in &stmt.args {
-            q = match a {
-                Arg::I64(v) => q.bind::<BigInt, _>(*v),
-                Arg::Text(t) => q.bind::<Text, _>(t.clone()),
-                Arg::Bytes(b) => q.bind::<Binary, _>(b.clone()),
-            };
+        fn walk_ast<'b>(
+            &'b self,
+            mut out: diesel::query_builder::AstPass<'_, 'b, DB>,
+        ) -> QueryResult<()> {
+            if !self.reuse {
+                out.unsafe_to_cache_prepared();
+            }
+            for (i, part) in self.parts.iter().enumerate() {
+                out.push_sql(part);
+                match self.args.get(i) {
+                    Some(Arg::I64(v)) => out.push_bind_param::<BigInt, _>(v)?,
+                    Some(Arg::Text(t)) => out.push_bind_param::<Text, _>(t)?,
+                    Some(Arg::Bytes(b)) => out.push_bind_param::<Binary, _>(b)?,
+                    None => {}
+                }
+            }
+            Ok(())
         }
-        q
     }
+
+    impl<C> diesel::RunQueryDsl<C> for Raw {}
+
+    /// `stmt` as a Diesel query with its typed binds: the statement's own placeholders
+    /// (`$n` on PostgreSQL, `?` elsewhere, in bind order, never inside a quoted name or
+    /// a string literal) are where Diesel puts its own.
+    pub(crate) fn raw(stmt: &Statement, reuse: bool) -> QueryResult<Raw> {
+        let parts = split_placeholders(&stmt.sql);
+        if parts.len() != stmt.args.len() + 1 {
+            return Err(DieselError::QueryBuilderError(
+                format!(
+                    "ordered-core built a statement with {} placeholders for {} binds: {}",
+                    parts.len() - 1,
+                    stmt.args.len(),
+                    stmt.sql
+                )
+                .into(),
+            ));
+        }
+        Ok(Raw {
+            parts,
+            args: stmt.args.clone(),
+            reuse,
+        })
+    }
+
+    /// The text around the placeholders of `sql`: `?`, or `$` and digits, outside quotes.
+    fn split_placeholders(sql: &str) -> Vec<String> {
+        let bytes = sql.as_bytes();
+        let mut parts = Vec::new();
+        let mut start = 0;
+        let mut quote: Option<u8> = None;
+        let mut i = 0;
+        while i < bytes.len() {
+            let c = bytes[i];
+            match quote {
+                // a doubled quote inside ends and reopens: the state comes out right
+                Some(q) if c == q => quote = None,
+                Some(_) => {}
+                None if matches!(c, b'\'' | b'"' | b'`') => quote = Some(c),
+                None if c == b'?' => {
+                    parts.push(sql[start..i].to_owned());
+                    start = i + 1;
+                }
+                None if c == b'$' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                    parts.push(sql[start..i].to_owned());
+                    let mut j = i + 1;
+                    while bytes.get(j).is_some_and(u8::is_ascii_digit) {
+                        j += 1;
+                    }
+                    start = j;
+                    i = j;
+                    continue;
+                }
+                None => {}
+            }
+            i += 1;
+        }
+        parts.push(sql[start..].to_owned());
+        parts
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::split_placeholders;
+
+        #[test]
+        fn placeholders_outside_quotes_only() {
+            assert_eq!(
+                split_placeholders("SELECT '?', \"a?\", `b?` FROM t WHERE x = ? AND y = ?"),
+                [
+                    "SELECT '?', \"a?\", `b?` FROM t WHERE x = ",
+                    " AND y = ",
+                    ""
+                ]
+            );
+            assert_eq!(
+                split_placeholders("UPDATE t SET p = $1 WHERE id = $12 AND s = '$3'"),
+                ["UPDATE t SET p = ", " WHERE id = ", " AND s = '$3'"]
+            );
+            assert_eq!(split_placeholders("SELECT 1"), ["SELECT 1"]);
+        }
+    }
+}
+
+/// Binds above which a statement is not kept prepared: chunked relabels and id lists
+/// vary in length, and each length would be a statement of its own in the cache.
+const REUSABLE_BINDS: usize = 16;
+
+/// Whether a statement is kept in the connection's prepared statement cache: on SQLite,
+/// statements of a fixed shape (locks, reads, one-row writes: a handful of texts per
+/// table). There a statement is compiled in-process, which is most of what an operation
+/// costs, and a cached one whose table changed is recompiled by SQLite itself
+/// (`sqlite3_prepare_v2` statements re-prepare on `SQLITE_SCHEMA`). Not on the servers:
+/// on MySQL/MariaDB a cached prepared statement executed after the server aborted the
+/// transaction (a deadlock, a Galera brute-force abort) left the client waiting for good
+/// in `mysql_stmt_execute`, and on PostgreSQL cached statements in a caller's REPEATABLE
+/// READ transaction failed with `relation ... does not exist` for a table recreated
+/// since, so every statement is prepared anew there, as `sql_query` does.
+pub(crate) fn reusable(d: Dialect, stmt: &Statement) -> bool {
+    d == Dialect::Sqlite && stmt.args.len() <= REUSABLE_BINDS
 }
 
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
@@ -361,7 +490,7 @@ macro_rules! ordered_connection {
                 use diesel::RunQueryDsl;
                 use ordered_core::Returns;
 
-                let q = rows::query::<$backend>(stmt);
+                let q = rows::raw(stmt, reusable($dialect, stmt))?;
                 let key = wire.key;
                 Ok(match stmt.returns {
                     Returns::Nothing => Reply::Affected(q.execute(self)? as u64),

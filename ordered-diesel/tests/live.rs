@@ -628,3 +628,66 @@ fn an_insert_that_reports_its_id_is_not_read_back<C: TestConn>(_: ()) {
 fn reported_id() {
     each_engine!(an_insert_that_reports_its_id_is_not_read_back);
 }
+
+/// On SQLite an operation's statements stay prepared on the connection: once each shape
+/// has been seen, further moves prepare nothing new (Diesel's statement cache; SQLite's
+/// own recompiles are avoided by the literal LIMITs `sql_text.rs` checks). On the
+/// servers nothing is kept: every statement is prepared anew, as `sql_query` does.
+fn sqlite_keeps_statements_prepared<C: TestConn>(_: ()) {
+    use std::sync::atomic::{AtomicUsize, Ordering as Atomic};
+    use std::sync::{Arc, Mutex};
+
+    let (mut c, t) = setup::<C>(
+        "live_prepared",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
+    let mut items = Vec::new();
+    for name in ["a", "b", "c", "d", "e", "f"] {
+        items.push(add(
+            &mut c,
+            &t,
+            1.into(),
+            ordered_diesel::Placement::Last,
+            name,
+        ));
+    }
+    let cached = Arc::new(AtomicUsize::new(0));
+    let cached_sql = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (n, sqls) = (Arc::clone(&cached), Arc::clone(&cached_sql));
+    c.set_instrumentation(move |ev: diesel::connection::InstrumentationEvent<'_>| {
+        if let diesel::connection::InstrumentationEvent::CacheQuery { sql, .. } = ev {
+            n.fetch_add(1, Atomic::SeqCst);
+            if let Ok(mut v) = sqls.lock() {
+                v.push(sql.to_owned());
+            }
+        }
+    });
+    let moves = |c: &mut C| {
+        for (item, anchor) in [(0, 3), (1, 4), (2, 5), (3, 0)] {
+            ord(&t).move_after(c, items[item], items[anchor]).unwrap();
+        }
+    };
+    moves(&mut c);
+    let after_first = cached.load(Atomic::SeqCst);
+    moves(&mut c);
+    let after_second = cached.load(Atomic::SeqCst);
+    if C::name() == "sqlite" {
+        assert!(after_first > 0, "nothing was kept prepared on SQLite");
+        assert_eq!(
+            after_second,
+            after_first,
+            "moves of the same shapes prepared again: {:?}",
+            cached_sql.lock().map(|v| v.clone()).unwrap_or_default()
+        );
+    } else {
+        assert_eq!(after_second, 0, "{}: kept a statement prepared", C::name());
+    }
+    drop_tables(&mut c, &t);
+}
+
+#[test]
+fn prepared() {
+    each_engine!(sqlite_keeps_statements_prepared);
+}
