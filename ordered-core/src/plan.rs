@@ -380,6 +380,11 @@ pub enum Write {
         hole_after: u64,
         /// How many rows the range holds (for accounting).
         rows: u64,
+        /// MySQL and SQLite: the first pass writes `-(new position + temp_offset)` and the
+        /// second flips that back. 0, or the depth of the deepest value already in the
+        /// temporary range (rows a relabel cut off between its passes left there, which a
+        /// rebalance reads), so that the first pass never writes a value such a row holds.
+        temp_offset: i64,
     },
     /// Give these rows these positions (chunked `CASE` updates; on MySQL and SQLite the
     /// rows are first parked in the temporary range).
@@ -923,6 +928,8 @@ impl Planner<'_> {
                     step: *step,
                     hole_after: lower as u64,
                     rows: rows.len() as u64,
+                    // a window reads no row of the temporary range
+                    temp_offset: 0,
                 });
                 Ok(finish(writes, parent, pos, mover, rows.len() as u64))
             }
@@ -1111,6 +1118,12 @@ impl Planner<'_> {
                 step,
                 hole_after: u64::MAX,
                 rows: n,
+                temp_offset: temp_depth(
+                    all,
+                    first.saturating_add(
+                        step.saturating_mul(i64::try_from(n).unwrap_or(i64::MAX) - 1),
+                    ),
+                ),
             }],
             Spread::Explicit(ps) => {
                 let rows: Vec<(Id, Position)> = all
@@ -1218,6 +1231,23 @@ impl Planner<'_> {
             position: None,
             relabelled,
         })
+    }
+}
+
+/// How deep into the temporary range `[-(2^62 - 1), -1]` the rows already there reach
+/// (0 when none is), so that a relabel's first pass, writing `-(position + depth)` for
+/// new positions up to `last`, stays below all of them; 0 when that would leave the range
+/// (the values may then collide, as they could before).
+fn temp_depth(rows: &[Row], last: i64) -> i64 {
+    let deepest = rows
+        .iter()
+        .filter_map(|r| r.position.as_int())
+        .filter(|&v| PARK_POSITION < v && v < 0)
+        .min()
+        .unwrap_or(0);
+    match last.checked_add(-deepest) {
+        Some(end) if end <= MAX_POSITION => -deepest,
+        _ => 0,
     }
 }
 

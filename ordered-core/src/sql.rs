@@ -1345,8 +1345,16 @@ pub fn write(d: Dialect, spec: &Spec, w: &Write) -> Vec<Statement> {
             first,
             step,
             hole_after,
+            temp_offset,
             ..
-        } => renumber(d, spec, *parent, *above, *below, *first, *step, *hole_after),
+        } => renumber(
+            d,
+            spec,
+            *parent,
+            (*above, *below),
+            (*first, *step, *hole_after),
+            *temp_offset,
+        ),
         Write::Assign { parent, rows } => assign(d, spec, *parent, rows),
         Write::Shift {
             parent,
@@ -1358,16 +1366,15 @@ pub fn write(d: Dialect, spec: &Spec, w: &Write) -> Vec<Statement> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The statements of [`Write::Renumber`]: the rows of `parent` strictly between `above`
+/// and `below`, ranked, get `first + (rank - 1 + [rank > hole_after]) * step`.
 fn renumber(
     d: Dialect,
     spec: &Spec,
     parent: Id,
-    above: i64,
-    below: i64,
-    first: i64,
-    step: i64,
-    hole_after: u64,
+    (above, below): (i64, i64),
+    (first, step, hole_after): (i64, i64, u64),
+    temp_offset: i64,
 ) -> Vec<Statement> {
     let hole = i64::try_from(hole_after).unwrap_or(i64::MAX);
     let ranked = |b: &mut B| {
@@ -1425,8 +1432,11 @@ fn renumber(
                 .id(spec.position)
                 .s(" = -(");
             value(&mut b);
-            b.s(")");
-            vec![b.done(Returns::Nothing), unpark_negated(d, spec, parent)]
+            b.s(" + ").i(temp_offset).s(")");
+            vec![
+                b.done(Returns::Nothing),
+                unpark_negated(d, spec, parent, temp_offset),
+            ]
         }
         Dialect::Sqlite => {
             let mut b = B::new(d);
@@ -1436,7 +1446,7 @@ fn renumber(
                 .id(spec.position)
                 .s(" = -(");
             value(&mut b);
-            b.s(") FROM ");
+            b.s(" + ").i(temp_offset).s(") FROM ");
             ranked(&mut b);
             b.s(" WHERE ")
                 .id(spec.table)
@@ -1445,14 +1455,18 @@ fn renumber(
                 .s(" = o_r.o_rid");
             let table = quote(d, spec.table);
             b.same_list(spec, &table, parent);
-            vec![b.done(Returns::Nothing), unpark_negated(d, spec, parent)]
+            vec![
+                b.done(Returns::Nothing),
+                unpark_negated(d, spec, parent, temp_offset),
+            ]
         }
     }
 }
 
 /// Phase two on MySQL and SQLite: the temporary range `[-(2^62 - 1), -1]` holds final
-/// values negated; flip them back (the parking slot is below that range).
-fn unpark_negated(d: Dialect, spec: &Spec, parent: Id) -> Statement {
+/// values negated, `offset` further down; flip them back (the parking slot is below that
+/// range).
+fn unpark_negated(d: Dialect, spec: &Spec, parent: Id, offset: i64) -> Statement {
     let mut b = B::new(d);
     b.s("UPDATE ")
         .id(spec.table)
@@ -1460,6 +1474,8 @@ fn unpark_negated(d: Dialect, spec: &Spec, parent: Id) -> Statement {
         .id(spec.position)
         .s(" = -")
         .id(spec.position)
+        .s(" - ")
+        .i(offset)
         .s(" WHERE ")
         .scope_is(spec, None, parent)
         .s(" AND ")

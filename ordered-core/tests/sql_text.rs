@@ -161,6 +161,7 @@ fn relabel_is_one_statement_on_postgres_and_two_elsewhere() {
         step: 100,
         hole_after: 2,
         rows: 8,
+        temp_offset: 5,
     };
     let pg = sql::write(Dialect::Postgres, &TRACKS, &w);
     assert_eq!(pg.len(), 1);
@@ -176,20 +177,22 @@ fn relabel_is_one_statement_on_postgres_and_two_elsewhere() {
     assert_eq!(my.len(), 2);
     assert_eq!(
         my[0].sql,
-        "UPDATE `tracks` AS o_t JOIN (SELECT `id` AS o_rid, ROW_NUMBER() OVER (ORDER BY `position`, `id`) AS o_rn FROM `tracks` WHERE `playlist_id` = ? AND `position` > ? AND `position` < ?) AS o_r ON o_t.`id` = o_r.o_rid SET o_t.`position` = -(? + (o_r.o_rn - 1 + CASE WHEN o_r.o_rn > ? THEN 1 ELSE 0 END) * ?)"
+        "UPDATE `tracks` AS o_t JOIN (SELECT `id` AS o_rid, ROW_NUMBER() OVER (ORDER BY `position`, `id`) AS o_rn FROM `tracks` WHERE `playlist_id` = ? AND `position` > ? AND `position` < ?) AS o_r ON o_t.`id` = o_r.o_rid SET o_t.`position` = -(? + (o_r.o_rn - 1 + CASE WHEN o_r.o_rn > ? THEN 1 ELSE 0 END) * ? + ?)"
     );
+    // below what rows already in the temporary range hold: -(new + 5), then back
     assert_eq!(
         my[0].args,
-        [1, 1024, 2048, 1100, 2, 100].map(Arg::I64).to_vec()
+        [1, 1024, 2048, 1100, 2, 100, 5].map(Arg::I64).to_vec()
     );
     assert_eq!(
         my[1].sql,
-        "UPDATE `tracks` SET `position` = -`position` WHERE `playlist_id` = ? AND `position` < 0 AND `position` > ?"
+        "UPDATE `tracks` SET `position` = -`position` - ? WHERE `playlist_id` = ? AND `position` < 0 AND `position` > ?"
     );
+    assert_eq!(my[1].args[0], Arg::I64(5));
     let lite = sql::write(Dialect::Sqlite, &TRACKS, &w);
     assert_eq!(
         lite[0].sql,
-        r#"UPDATE "tracks" SET "position" = -(? + (o_r.o_rn - 1 + CASE WHEN o_r.o_rn > ? THEN 1 ELSE 0 END) * ?) FROM (SELECT "id" AS o_rid, ROW_NUMBER() OVER (ORDER BY "position", "id") AS o_rn FROM "tracks" WHERE "playlist_id" = ? AND "position" > ? AND "position" < ?) AS o_r WHERE "tracks"."id" = o_r.o_rid"#
+        r#"UPDATE "tracks" SET "position" = -(? + (o_r.o_rn - 1 + CASE WHEN o_r.o_rn > ? THEN 1 ELSE 0 END) * ? + ?) FROM (SELECT "id" AS o_rid, ROW_NUMBER() OVER (ORDER BY "position", "id") AS o_rn FROM "tracks" WHERE "playlist_id" = ? AND "position" > ? AND "position" < ?) AS o_r WHERE "tracks"."id" = o_r.o_rid"#
     );
 }
 
