@@ -699,20 +699,8 @@ impl Alphabet {
                 return Some(());
             }
         }
-        // every digit carried: the next head, with one digit more or less
-        let carried = xb.len() - 1;
-        let hi = HEADS.iter().position(|&h| h == head)?;
-        let h = *HEADS.get(hi + 1)?;
-        let zeros = match int_len(h)?.cmp(&int_len(head)?) {
-            std::cmp::Ordering::Greater => carried + 1,
-            std::cmp::Ordering::Less => carried.saturating_sub(1),
-            std::cmp::Ordering::Equal => carried,
-        };
-        out.push(char::from(h));
-        for _ in 0..zeros {
-            out.push(zero);
-        }
-        Some(())
+        // every digit carried: the next head, its digits all zero
+        push_next_head(head, true, xb.len() - 1, zero, out)
     }
 
     /// Appends the integer part before `x` to `out`; `None` when there is none.
@@ -732,20 +720,8 @@ impl Alphabet {
                 return Some(());
             }
         }
-        // every digit borrowed: the previous head, with one digit more or less
-        let trailing = x.len() - 1;
-        let hi = HEADS.iter().position(|&h| h == head)?;
-        let h = *HEADS.get(hi.checked_sub(1)?)?;
-        let digits = match (int_len(h)?).cmp(&int_len(head)?) {
-            std::cmp::Ordering::Greater => trailing + 1,
-            std::cmp::Ordering::Less => trailing.saturating_sub(1),
-            std::cmp::Ordering::Equal => trailing,
-        };
-        out.push(char::from(h));
-        for _ in 0..digits {
-            out.push(last);
-        }
-        Some(())
+        // every digit borrowed: the previous head, its digits all the last digit
+        push_next_head(head, false, x.len() - 1, last, out)
     }
 
     /// A key strictly between `a` and `b` that ends in a fixed-width replica suffix, so
@@ -833,6 +809,24 @@ impl Alphabet {
 
 /// The longest integer part (head `z` or `A`: 27 bytes).
 const INT_MAX: usize = 27;
+
+/// Appends the head after `head` (`up`) or before it, and its digits, all `fill`: the `n`
+/// digits that carried (or borrowed), one more or one fewer when the new head announces a
+/// longer or shorter integer part. `None` past the first or last head.
+fn push_next_head(head: u8, up: bool, n: usize, fill: char, out: &mut String) -> Option<()> {
+    let i = HEADS.iter().position(|&h| h == head)?;
+    let h = *HEADS.get(if up { i + 1 } else { i.checked_sub(1)? })?;
+    let digits = match int_len(h)?.cmp(&int_len(head)?) {
+        std::cmp::Ordering::Greater => n + 1,
+        std::cmp::Ordering::Less => n.saturating_sub(1),
+        std::cmp::Ordering::Equal => n,
+    };
+    out.push(char::from(h));
+    for _ in 0..digits {
+        out.push(fill);
+    }
+    Some(())
+}
 
 /// `a < b` in byte order; a short pair is compared in place instead of through a call
 /// to `memcmp`.
