@@ -156,9 +156,11 @@ impl Gapped {
         self.spacing
     }
 
-    /// How far apart items are placed at the start of a list once the spacing no longer
-    /// fits below the first item, and how far apart a relabel at the start packs them:
-    /// a thirty-second of the spacing (32 for the default), at least 2.
+    /// How far below the first item an item placed at the start of a list goes (midpoints
+    /// once that no longer fits), and how far apart a relabel at the start packs items: a
+    /// thirty-second of the spacing (32 for the default), at least 2. The start has only
+    /// as much room as the first position (`spacing` after a rebalance), so it is spent in
+    /// small even steps instead of the spacing or halvings.
     pub const fn front_step(&self) -> i64 {
         let g = self.spacing / 32;
         if g < 2 { 2 } else { g }
