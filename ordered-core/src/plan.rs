@@ -385,6 +385,12 @@ pub enum Write {
         /// temporary range (rows a relabel cut off between its passes left there, which a
         /// rebalance reads), so that the first pass never writes a value such a row holds.
         temp_offset: i64,
+        /// MySQL and SQLite: `Some` when the planner read every row of the range and all
+        /// are inside the domain (a rebalance): these rows, whose positions other rows are
+        /// about to take, are moved to their negations first, and then one ranked pass
+        /// writes every final value (no row can be in another's way any more), instead of
+        /// the two passes through the temporary range. `None`: the two passes.
+        parks: Option<Vec<Id>>,
     },
     /// Give these rows these positions (chunked `CASE` updates; on MySQL and SQLite the
     /// rows are first parked in the temporary range).
@@ -930,6 +936,7 @@ impl Planner<'_> {
                     rows: rows.len() as u64,
                     // a window reads no row of the temporary range
                     temp_offset: 0,
+                    parks: None,
                 });
                 Ok(finish(writes, parent, pos, mover, rows.len() as u64))
             }
@@ -1124,6 +1131,7 @@ impl Planner<'_> {
                         step.saturating_mul(i64::try_from(n).unwrap_or(i64::MAX) - 1),
                     ),
                 ),
+                parks: in_the_way(all, first, step),
             }],
             Spread::Explicit(ps) => {
                 let rows: Vec<(Id, Position)> = all
@@ -1249,6 +1257,38 @@ fn temp_depth(rows: &[Row], last: i64) -> i64 {
         Some(end) if end <= MAX_POSITION => -deepest,
         _ => 0,
     }
+}
+
+/// At most this many rows are moved out of the way for a one-pass relabel; a list with
+/// more (a shift by one slot, where every row takes its neighbour's place) takes two.
+const MAX_PARKS: usize = 16;
+
+/// The rows of `rows` (every row of a list, in rank order) whose positions other rows take
+/// when rank `i` gets `first + i * step`, or `None` when a one-pass relabel is not safe:
+/// a row outside the domain (the temporary range, the parking slot), two rows at one
+/// position, or more than [`MAX_PARKS`] rows in the way.
+fn in_the_way(rows: &[Row], first: i64, step: i64) -> Option<Vec<Id>> {
+    let mut at: HashMap<i64, Id> = HashMap::with_capacity(rows.len());
+    for r in rows {
+        let v = r.position.as_int()?;
+        if !(MIN_POSITION..=MAX_POSITION).contains(&v) || at.insert(v, r.id).is_some() {
+            return None;
+        }
+    }
+    let mut parks = Vec::new();
+    let mut new = first;
+    for r in rows {
+        if let Some(&holder) = at.get(&new)
+            && holder != r.id
+        {
+            if parks.len() == MAX_PARKS {
+                return None;
+            }
+            parks.push(holder);
+        }
+        new = new.checked_add(step)?;
+    }
+    Some(parks)
 }
 
 fn split_bound(rows: &[Row], k: u64) -> (&[Row], Option<&Row>) {

@@ -1346,6 +1346,7 @@ pub fn write(d: Dialect, spec: &Spec, w: &Write) -> Vec<Statement> {
             step,
             hole_after,
             temp_offset,
+            parks,
             ..
         } => renumber(
             d,
@@ -1354,6 +1355,7 @@ pub fn write(d: Dialect, spec: &Spec, w: &Write) -> Vec<Statement> {
             (*above, *below),
             (*first, *step, *hole_after),
             *temp_offset,
+            parks.as_deref(),
         ),
         Write::Assign { parent, rows } => assign(d, spec, *parent, rows),
         Write::Shift {
@@ -1375,14 +1377,27 @@ fn renumber(
     (above, below): (i64, i64),
     (first, step, hole_after): (i64, i64, u64),
     temp_offset: i64,
+    parks: Option<&[Id]>,
 ) -> Vec<Statement> {
     let hole = i64::try_from(hole_after).unwrap_or(i64::MAX);
+    // rows moved out of the way sit at their negations: they rank where they were
+    let parked = parks.is_some_and(|p| !p.is_empty());
     let ranked = |b: &mut B| {
         b.s("(SELECT ")
             .id(spec.id)
-            .s(" AS o_rid, ROW_NUMBER() OVER (ORDER BY ")
-            .id(spec.position)
-            .s(", ")
+            .s(" AS o_rid, ROW_NUMBER() OVER (ORDER BY ");
+        if parked {
+            b.s("CASE WHEN ")
+                .id(spec.position)
+                .s(" < 0 THEN -")
+                .id(spec.position)
+                .s(" ELSE ")
+                .id(spec.position)
+                .s(" END");
+        } else {
+            b.id(spec.position);
+        }
+        b.s(", ")
             .id(spec.id)
             .s(") AS o_rn FROM ")
             .id(spec.table)
@@ -1429,24 +1444,40 @@ fn renumber(
             b.s(" ON o_t.").id(spec.id).s(" = o_r.o_rid");
             b.same_list(spec, "o_t", parent)
                 .s(" SET o_t.")
-                .id(spec.position)
-                .s(" = -(");
-            value(&mut b);
-            b.s(" + ").i(temp_offset).s(")");
-            vec![
-                b.done(Returns::Nothing),
-                unpark_negated(d, spec, parent, temp_offset),
-            ]
+                .id(spec.position);
+            match parks {
+                // one pass: nothing is in the way any more
+                Some(parks) => {
+                    b.s(" = ");
+                    value(&mut b);
+                    let mut out = move_out_of_the_way(d, spec, parent, parks);
+                    out.push(b.done(Returns::Nothing));
+                    out
+                }
+                None => {
+                    b.s(" = -(");
+                    value(&mut b);
+                    b.s(" + ").i(temp_offset).s(")");
+                    vec![
+                        b.done(Returns::Nothing),
+                        unpark_negated(d, spec, parent, temp_offset),
+                    ]
+                }
+            }
         }
         Dialect::Sqlite => {
             let mut b = B::new(d);
-            b.s("UPDATE ")
-                .id(spec.table)
-                .s(" SET ")
-                .id(spec.position)
-                .s(" = -(");
-            value(&mut b);
-            b.s(" + ").i(temp_offset).s(") FROM ");
+            b.s("UPDATE ").id(spec.table).s(" SET ").id(spec.position);
+            if parks.is_some() {
+                // one pass: nothing is in the way any more
+                b.s(" = ");
+                value(&mut b);
+                b.s(" FROM ");
+            } else {
+                b.s(" = -(");
+                value(&mut b);
+                b.s(" + ").i(temp_offset).s(") FROM ");
+            }
             ranked(&mut b);
             b.s(" WHERE ")
                 .id(spec.table)
@@ -1455,12 +1486,45 @@ fn renumber(
                 .s(" = o_r.o_rid");
             let table = quote(d, spec.table);
             b.same_list(spec, &table, parent);
-            vec![
-                b.done(Returns::Nothing),
-                unpark_negated(d, spec, parent, temp_offset),
-            ]
+            match parks {
+                Some(parks) => {
+                    let mut out = move_out_of_the_way(d, spec, parent, parks);
+                    out.push(b.done(Returns::Nothing));
+                    out
+                }
+                None => vec![
+                    b.done(Returns::Nothing),
+                    unpark_negated(d, spec, parent, temp_offset),
+                ],
+            }
         }
     }
+}
+
+/// Before a one-pass relabel on MySQL and SQLite: the rows whose positions others are
+/// about to take move to their negations (none: no statement).
+fn move_out_of_the_way(d: Dialect, spec: &Spec, parent: Id, parks: &[Id]) -> Vec<Statement> {
+    if parks.is_empty() {
+        return Vec::new();
+    }
+    let mut b = B::new(d);
+    b.s("UPDATE ")
+        .id(spec.table)
+        .s(" SET ")
+        .id(spec.position)
+        .s(" = -")
+        .id(spec.position)
+        .s(" WHERE ")
+        .scope_is(spec, None, parent)
+        .s(" AND (");
+    for (i, id) in parks.iter().enumerate() {
+        if i > 0 {
+            b.s(" OR ");
+        }
+        b.item_is(spec, None, *id);
+    }
+    b.s(")");
+    vec![b.done(Returns::Nothing)]
 }
 
 /// Phase two on MySQL and SQLite: the temporary range `[-(2^62 - 1), -1]` holds final

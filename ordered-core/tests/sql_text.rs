@@ -162,6 +162,7 @@ fn relabel_is_one_statement_on_postgres_and_two_elsewhere() {
         hole_after: 2,
         rows: 8,
         temp_offset: 5,
+        parks: None,
     };
     let pg = sql::write(Dialect::Postgres, &TRACKS, &w);
     assert_eq!(pg.len(), 1);
@@ -193,6 +194,59 @@ fn relabel_is_one_statement_on_postgres_and_two_elsewhere() {
     assert_eq!(
         lite[0].sql,
         r#"UPDATE "tracks" SET "position" = -(? + (o_r.o_rn - 1 + CASE WHEN o_r.o_rn > ? THEN 1 ELSE 0 END) * ? + ?) FROM (SELECT "id" AS o_rid, ROW_NUMBER() OVER (ORDER BY "position", "id") AS o_rn FROM "tracks" WHERE "playlist_id" = ? AND "position" > ? AND "position" < ?) AS o_r WHERE "tracks"."id" = o_r.o_rid"#
+    );
+}
+
+#[test]
+fn a_rebalance_with_few_rows_in_the_way_is_one_ranked_pass() {
+    let w = |parks: Vec<Id>| Write::Renumber {
+        parent: Id::Int(1),
+        above: ordered_core::position::PARK_POSITION - 1,
+        below: i64::MAX,
+        first: 1024,
+        step: 1024,
+        hole_after: u64::MAX,
+        rows: 3,
+        temp_offset: 0,
+        parks: Some(parks),
+    };
+    // nothing in the way: the final values directly
+    let my = sql::write(Dialect::Mysql, &TRACKS, &w(vec![]));
+    assert_eq!(my.len(), 1);
+    assert!(
+        my[0].sql.contains("ORDER BY `position`, `id`"),
+        "{}",
+        my[0].sql
+    );
+    assert!(
+        my[0].sql.ends_with(
+            "SET o_t.`position` = ? + (o_r.o_rn - 1 + CASE WHEN o_r.o_rn > ? THEN 1 ELSE 0 END) * ?"
+        ),
+        "{}",
+        my[0].sql
+    );
+    // two rows in the way: first to their negations, ranked where they were
+    let lite = sql::write(Dialect::Sqlite, &TRACKS, &w(vec![Id::Int(7), Id::Int(9)]));
+    assert_eq!(lite.len(), 2);
+    assert_eq!(
+        lite[0].sql,
+        r#"UPDATE "tracks" SET "position" = -"position" WHERE "playlist_id" = ? AND ("id" = ? OR "id" = ?)"#
+    );
+    assert_eq!(lite[0].args, [1, 7, 9].map(Arg::I64).to_vec());
+    assert!(
+        lite[1]
+            .sql
+            .starts_with(r#"UPDATE "tracks" SET "position" = ? + "#)
+            && lite[1].sql.contains(
+                r#"ORDER BY CASE WHEN "position" < 0 THEN -"position" ELSE "position" END, "id""#
+            ),
+        "{}",
+        lite[1].sql
+    );
+    // PostgreSQL: its one statement either way
+    assert_eq!(
+        sql::write(Dialect::Postgres, &TRACKS, &w(vec![Id::Int(7)])).len(),
+        1
     );
 }
 
