@@ -1501,22 +1501,27 @@ fn renumber(
     }
 }
 
-/// Before a one-pass relabel on MySQL and SQLite: the rows whose positions others are
-/// about to take move to their negations (none: no statement).
-fn move_out_of_the_way(d: Dialect, spec: &Spec, parent: Id, parks: &[Id]) -> Vec<Statement> {
-    if parks.is_empty() {
-        return Vec::new();
-    }
+/// `UPDATE items SET position = -position`: how both statements that cross the temporary
+/// range on MySQL and SQLite begin.
+fn negating(d: Dialect, spec: &Spec) -> B {
     let mut b = B::new(d);
     b.s("UPDATE ")
         .id(spec.table)
         .s(" SET ")
         .id(spec.position)
         .s(" = -")
-        .id(spec.position)
-        .s(" WHERE ")
-        .scope_is(spec, None, parent)
-        .s(" AND (");
+        .id(spec.position);
+    b
+}
+
+/// Before a one-pass relabel on MySQL and SQLite: the rows whose positions others are
+/// about to take move to their negations (none: no statement).
+fn move_out_of_the_way(d: Dialect, spec: &Spec, parent: Id, parks: &[Id]) -> Vec<Statement> {
+    if parks.is_empty() {
+        return Vec::new();
+    }
+    let mut b = negating(d, spec);
+    b.s(" WHERE ").scope_is(spec, None, parent).s(" AND (");
     for (i, id) in parks.iter().enumerate() {
         if i > 0 {
             b.s(" OR ");
@@ -1531,14 +1536,8 @@ fn move_out_of_the_way(d: Dialect, spec: &Spec, parent: Id, parks: &[Id]) -> Vec
 /// values negated, `offset` further down; flip them back (the parking slot is below that
 /// range).
 fn unpark_negated(d: Dialect, spec: &Spec, parent: Id, offset: i64) -> Statement {
-    let mut b = B::new(d);
-    b.s("UPDATE ")
-        .id(spec.table)
-        .s(" SET ")
-        .id(spec.position)
-        .s(" = -")
-        .id(spec.position)
-        .s(" - ")
+    let mut b = negating(d, spec);
+    b.s(" - ")
         .i(offset)
         .s(" WHERE ")
         .scope_is(spec, None, parent)
