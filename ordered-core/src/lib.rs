@@ -55,7 +55,7 @@ pub use changes::{Change, Changes};
 pub use engine::{Action, Controls, FinalStatement, Listing, Operation, Outcome, Reply, Settings};
 pub use error::Error;
 pub use key::KeyError;
-pub use plan::{Placement, Plan, Request, Row, Write};
+pub use plan::{Passes, Placement, Plan, Request, Row, Write};
 pub use position::{MAX_POSITION, MIN_POSITION, Position, PositionKind};
 pub use retry::RetryPolicy;
 pub use spec::{NullScope, Ordered, ScopeColumn, Spec};

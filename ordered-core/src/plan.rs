@@ -343,6 +343,29 @@ impl Reads {
     }
 }
 
+/// How a [`Write::Renumber`] passes through MySQL's and SQLite's row-by-row uniqueness
+/// checks (PostgreSQL takes one statement under its deferrable constraint either way).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Passes {
+    /// The first pass writes `-(new position + temp_offset)`, the second flips that back.
+    /// `temp_offset` is 0, or the depth of the deepest value already in the temporary
+    /// range (rows a relabel cut off between its passes left there, which a rebalance
+    /// reads), so that the first pass never writes a value such a row holds.
+    Two {
+        /// How far below the negated new positions the first pass writes.
+        temp_offset: i64,
+    },
+    /// The planner read every row of the range and all are inside the domain (a
+    /// rebalance): `parks`, whose positions other rows are about to take, move to their
+    /// negations first, then one ranked pass writes every final value (no row can be in
+    /// another's way any more).
+    One {
+        /// The rows in the way.
+        parks: Vec<Id>,
+    },
+}
+
 /// A write the adapter executes, in order. [`crate::sql`] turns each into statements.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -380,17 +403,8 @@ pub enum Write {
         hole_after: u64,
         /// How many rows the range holds (for accounting).
         rows: u64,
-        /// MySQL and SQLite: the first pass writes `-(new position + temp_offset)` and the
-        /// second flips that back. 0, or the depth of the deepest value already in the
-        /// temporary range (rows a relabel cut off between its passes left there, which a
-        /// rebalance reads), so that the first pass never writes a value such a row holds.
-        temp_offset: i64,
-        /// MySQL and SQLite: `Some` when the planner read every row of the range and all
-        /// are inside the domain (a rebalance): these rows, whose positions other rows are
-        /// about to take, are moved to their negations first, and then one ranked pass
-        /// writes every final value (no row can be in another's way any more), instead of
-        /// the two passes through the temporary range. `None`: the two passes.
-        parks: Option<Vec<Id>>,
+        /// How MySQL and SQLite, which check uniqueness row by row, get there.
+        passes: Passes,
     },
     /// Give these rows these positions (chunked `CASE` updates; on MySQL and SQLite the
     /// rows are first parked in the temporary range).
@@ -935,8 +949,7 @@ impl Planner<'_> {
                     hole_after: lower as u64,
                     rows: rows.len() as u64,
                     // a window reads no row of the temporary range
-                    temp_offset: 0,
-                    parks: None,
+                    passes: Passes::Two { temp_offset: 0 },
                 });
                 Ok(finish(writes, parent, pos, mover, rows.len() as u64))
             }
@@ -1125,13 +1138,17 @@ impl Planner<'_> {
                 step,
                 hole_after: u64::MAX,
                 rows: n,
-                temp_offset: temp_depth(
-                    all,
-                    first.saturating_add(
-                        step.saturating_mul(i64::try_from(n).unwrap_or(i64::MAX) - 1),
-                    ),
-                ),
-                parks: in_the_way(all, first, step),
+                passes: match in_the_way(all, first, step) {
+                    Some(parks) => Passes::One { parks },
+                    None => Passes::Two {
+                        temp_offset: temp_depth(
+                            all,
+                            first.saturating_add(
+                                step.saturating_mul(i64::try_from(n).unwrap_or(i64::MAX) - 1),
+                            ),
+                        ),
+                    },
+                },
             }],
             Spread::Explicit(ps) => {
                 let rows: Vec<(Id, Position)> = all

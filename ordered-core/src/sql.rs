@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::id::{Id, KeyType};
-use crate::plan::{RangeRead, Read, Row, Write};
+use crate::plan::{Passes, RangeRead, Read, Row, Write};
 use crate::position::{PARK_POSITION, Position, PositionKind, TEMP_KEY_PREFIX};
 use crate::spec::{ScopeColumn, Spec};
 
@@ -1345,8 +1345,7 @@ pub fn write(d: Dialect, spec: &Spec, w: &Write) -> Vec<Statement> {
             first,
             step,
             hole_after,
-            temp_offset,
-            parks,
+            passes,
             ..
         } => renumber(
             d,
@@ -1354,8 +1353,7 @@ pub fn write(d: Dialect, spec: &Spec, w: &Write) -> Vec<Statement> {
             *parent,
             (*above, *below),
             (*first, *step, *hole_after),
-            *temp_offset,
-            parks.as_deref(),
+            passes,
         ),
         Write::Assign { parent, rows } => assign(d, spec, *parent, rows),
         Write::Shift {
@@ -1376,12 +1374,11 @@ fn renumber(
     parent: Id,
     (above, below): (i64, i64),
     (first, step, hole_after): (i64, i64, u64),
-    temp_offset: i64,
-    parks: Option<&[Id]>,
+    passes: &Passes,
 ) -> Vec<Statement> {
     let hole = i64::try_from(hole_after).unwrap_or(i64::MAX);
     // rows moved out of the way sit at their negations: they rank where they were
-    let parked = parks.is_some_and(|p| !p.is_empty());
+    let parked = matches!(passes, Passes::One { parks } if !parks.is_empty());
     let ranked = |b: &mut B| {
         b.s("(SELECT ")
             .id(spec.id)
@@ -1445,22 +1442,22 @@ fn renumber(
             b.same_list(spec, "o_t", parent)
                 .s(" SET o_t.")
                 .id(spec.position);
-            match parks {
+            match passes {
                 // one pass: nothing is in the way any more
-                Some(parks) => {
+                Passes::One { parks } => {
                     b.s(" = ");
                     value(&mut b);
                     let mut out = move_out_of_the_way(d, spec, parent, parks);
                     out.push(b.done(Returns::Nothing));
                     out
                 }
-                None => {
+                Passes::Two { temp_offset } => {
                     b.s(" = -(");
                     value(&mut b);
-                    b.s(" + ").i(temp_offset).s(")");
+                    b.s(" + ").i(*temp_offset).s(")");
                     vec![
                         b.done(Returns::Nothing),
-                        unpark_negated(d, spec, parent, temp_offset),
+                        unpark_negated(d, spec, parent, *temp_offset),
                     ]
                 }
             }
@@ -1468,15 +1465,18 @@ fn renumber(
         Dialect::Sqlite => {
             let mut b = B::new(d);
             b.s("UPDATE ").id(spec.table).s(" SET ").id(spec.position);
-            if parks.is_some() {
+            match passes {
                 // one pass: nothing is in the way any more
-                b.s(" = ");
-                value(&mut b);
-                b.s(" FROM ");
-            } else {
-                b.s(" = -(");
-                value(&mut b);
-                b.s(" + ").i(temp_offset).s(") FROM ");
+                Passes::One { .. } => {
+                    b.s(" = ");
+                    value(&mut b);
+                    b.s(" FROM ");
+                }
+                Passes::Two { temp_offset } => {
+                    b.s(" = -(");
+                    value(&mut b);
+                    b.s(" + ").i(*temp_offset).s(") FROM ");
+                }
             }
             ranked(&mut b);
             b.s(" WHERE ")
@@ -1486,15 +1486,15 @@ fn renumber(
                 .s(" = o_r.o_rid");
             let table = quote(d, spec.table);
             b.same_list(spec, &table, parent);
-            match parks {
-                Some(parks) => {
+            match passes {
+                Passes::One { parks } => {
                     let mut out = move_out_of_the_way(d, spec, parent, parks);
                     out.push(b.done(Returns::Nothing));
                     out
                 }
-                None => vec![
+                Passes::Two { temp_offset } => vec![
                     b.done(Returns::Nothing),
-                    unpark_negated(d, spec, parent, temp_offset),
+                    unpark_negated(d, spec, parent, *temp_offset),
                 ],
             }
         }

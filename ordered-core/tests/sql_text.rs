@@ -6,7 +6,7 @@ use ordered_core::Id;
 use ordered_core::migration::{self, Backfill};
 use ordered_core::plan::{RangeRead, Read};
 use ordered_core::sql::{self, Arg, Dialect, Returns};
-use ordered_core::{Fractional, Gapped, Position, RebalancePolicy, Spec, Write};
+use ordered_core::{Fractional, Gapped, Passes, Position, RebalancePolicy, Spec, Write};
 
 const TRACKS: Spec = Spec {
     table: "tracks",
@@ -161,8 +161,7 @@ fn relabel_is_one_statement_on_postgres_and_two_elsewhere() {
         step: 100,
         hole_after: 2,
         rows: 8,
-        temp_offset: 5,
-        parks: None,
+        passes: Passes::Two { temp_offset: 5 },
     };
     let pg = sql::write(Dialect::Postgres, &TRACKS, &w);
     assert_eq!(pg.len(), 1);
@@ -207,8 +206,7 @@ fn a_rebalance_with_few_rows_in_the_way_is_one_ranked_pass() {
         step: 1024,
         hole_after: u64::MAX,
         rows: 3,
-        temp_offset: 0,
-        parks: Some(parks),
+        passes: Passes::One { parks },
     };
     // nothing in the way: the final values directly
     let my = sql::write(Dialect::Mysql, &TRACKS, &w(vec![]));
