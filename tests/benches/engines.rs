@@ -10,7 +10,8 @@
 //! position, hot gap, move to front) x size (1k, 10k, 100k; `--quick`: 1k):
 //! - ours (Diesel adapter): ops/s, p50/p99 latency, rows written per op, longest key;
 //!   and the SeaORM and diesel-async adapters for gapped integers at 1k and 10k;
-//! - the floor: a transaction that locks the parent and updates one row by key;
+//! - the floor: a transaction that locks the parent and updates one row by key (for the
+//!   SeaORM rows, the same transaction written with SeaORM);
 //! - the naive baselines: dense integers shifted one statement per row (acts_as_list)
 //!   and gapped integers with a whole-collection rebalance of one statement per row
 //!   (ranked-model), at 1k and 10k (at 100k they take minutes per operation);
@@ -296,11 +297,15 @@ fn ours<C: BenchConn>(c: &mut C, s: &Spec, ids: &[Id], workload: &str, ops: usiz
     st
 }
 
-/// The floor's lock of parent 1: a locking read (SQLite: `BEGIN IMMEDIATE` is the lock,
-/// and the read is what an app would do).
-fn floor_lock(d: Dialect, s: &Spec) -> String {
+/// The floor's lock of the parent `key` (a literal or a placeholder): a locking read
+/// (SQLite: `BEGIN IMMEDIATE` is the lock, and the read is what an app would do).
+fn floor_lock(d: Dialect, s: &Spec, key: &str) -> String {
     let q = |x: &str| sql::quote(d, x);
-    let read = format!("SELECT 1 FROM {} WHERE {} = 1", q(s.parent_table), q("id"));
+    let read = format!(
+        "SELECT 1 FROM {} WHERE {} = {key}",
+        q(s.parent_table),
+        q("id")
+    );
     match d {
         Dialect::Sqlite => read,
         _ => format!("{read} FOR UPDATE"),
@@ -311,7 +316,7 @@ fn floor_lock(d: Dialect, s: &Spec) -> String {
 fn floor<C: BenchConn>(c: &mut C, s: &Spec, ids: &[Id], ops: usize) -> Stats {
     let d = C::DIALECT;
     let q = |x: &str| sql::quote(d, x);
-    let lock = floor_lock(d, s);
+    let lock = floor_lock(d, s, "1");
     // the library's own transactions: READ COMMITTED on the servers
     let begin = match d {
         Dialect::Sqlite => "BEGIN IMMEDIATE",
@@ -537,7 +542,60 @@ fn seaorm_insert(
     }
 }
 
-/// The SeaORM adapter on the same engine: gapped integers, against the same floor.
+/// The floor written with SeaORM, as an application would: `ordered_seaorm::begin` (READ
+/// COMMITTED on the servers, `BEGIN IMMEDIATE` on SQLite), the parent's locking read and
+/// the one-row `UPDATE` as parameterized statements (sqlx keeps them prepared), `COMMIT`.
+async fn seaorm_floor(
+    db: &sea_orm::DatabaseConnection,
+    d: Dialect,
+    s: &Spec,
+    ids: &[Id],
+    ops: usize,
+) -> Stats {
+    use sea_orm::{ConnectionTrait, Statement as SeaStatement};
+    let q = |x: &str| sql::quote(d, x);
+    let ph = if d == Dialect::Postgres { "$1" } else { "?" };
+    let backend = db.get_database_backend();
+    let lock = floor_lock(d, s, ph);
+    // the same value, as the Diesel floor writes (see [`floor`])
+    let update = format!(
+        "UPDATE {} SET {} = {} WHERE {} = {ph}",
+        q(s.table),
+        q("position"),
+        q("position"),
+        q("id")
+    );
+    let mut st = Stats::default();
+    let mut rng = Rng(7);
+    for _ in 0..ops {
+        let Id::Int(id) = ids[rng.below(ids.len())] else {
+            panic!("integer ids")
+        };
+        let t = Instant::now();
+        let txn = ordered_seaorm::begin(db).await.unwrap();
+        txn.query_all_raw(SeaStatement::from_sql_and_values(
+            backend,
+            &lock,
+            [1i64.into()],
+        ))
+        .await
+        .unwrap();
+        txn.execute_raw(SeaStatement::from_sql_and_values(
+            backend,
+            &update,
+            [id.into()],
+        ))
+        .await
+        .unwrap();
+        txn.commit().await.unwrap();
+        st.lat.push(t.elapsed());
+        st.rows += 1;
+    }
+    st
+}
+
+/// The SeaORM adapter on the same engine: gapped integers, against a floor written with
+/// SeaORM ([`seaorm_floor`]).
 fn seaorm_rows<C: BenchConn>(
     engine: &'static str,
     c: &mut C,
@@ -559,7 +617,7 @@ fn seaorm_rows<C: BenchConn>(
         for workload in ["random", "hot gap", "move to front"] {
             let s = spec("m", &GAPPED);
             let ids = prepare(c, &s, size, 1);
-            let floor_st = floor(c, &s, &ids, ops);
+            let floor_st = rt.block_on(seaorm_floor(&db, C::DIALECT, &s, &ids, ops));
             let o = ordered_seaorm::Ordering::new(s);
             let mut st = Stats::default();
             let mut rng = Rng(0x2545_F491_4F6C_DD1D);
@@ -595,7 +653,7 @@ fn seaorm_rows<C: BenchConn>(
                 }
             });
             eprintln!(
-                "  {engine:<8} SeaORM     {workload:<13} {size:>6}: p50 {} ms, floor {} ms",
+                "  {engine:<8} SeaORM     {workload:<13} {size:>6}: p50 {} ms, SeaORM floor {} ms",
                 ms(st.pct(0.5)),
                 ms(floor_st.pct(0.5))
             );
@@ -872,7 +930,7 @@ fn matrix<C: BenchConn>(
     prepare(&mut c, &s, 10, 1);
     let d = C::DIALECT;
     let begin = sql::begin(d);
-    let lock = floor_lock(d, &s);
+    let lock = floor_lock(d, &s, "1");
     let t = Instant::now();
     std::thread::scope(|sc| {
         for w in 0..writers {

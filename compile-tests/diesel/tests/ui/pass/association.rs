@@ -7,9 +7,17 @@ diesel::table! { playlist_tracks (playlist_id, track_id) { playlist_id -> BigInt
 #[derive(Ordered)]
 #[diesel(table_name = playlist_tracks)]
 #[ordered(scope = playlist_id, id = (playlist_id, track_id), parent = playlists)]
-struct Entry { playlist_id: i64, track_id: i64, position: i64 }
+struct Entry {
+    playlist_id: i64,
+    track_id: i64,
+    position: i64,
+}
 
-fn main() {
+pub fn main() {
     assert!(<Entry as Ordered>::SPEC.is_link());
-    assert!(<Entry as Ordered>::SPEC.check_item(Id::from((1, 2))).is_ok());
+    assert!(
+        <Entry as Ordered>::SPEC
+            .check_item(Id::from((1, 2)))
+            .is_ok()
+    );
 }

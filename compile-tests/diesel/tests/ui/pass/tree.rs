@@ -6,7 +6,11 @@ diesel::table! { folders (id) { id -> BigInt, parent_id -> Nullable<BigInt>, pos
 #[derive(Ordered)]
 #[diesel(table_name = folders)]
 #[ordered(scope = parent_id, parent = folders)]
-struct Folder { id: i64, parent_id: Option<i64>, position: i64 }
+struct Folder {
+    id: i64,
+    parent_id: Option<i64>,
+    position: i64,
+}
 
 // a nullable scope with no parent table: tasks with no project are one more list
 diesel::table! { tasks (id) { id -> BigInt, project_id -> Nullable<BigInt>, position -> BigInt, } }
@@ -14,9 +18,19 @@ diesel::table! { tasks (id) { id -> BigInt, project_id -> Nullable<BigInt>, posi
 #[derive(Ordered)]
 #[diesel(table_name = tasks)]
 #[ordered(scope = project_id)]
-struct Task { id: i64, project_id: Option<i64>, position: i64 }
+struct Task {
+    id: i64,
+    project_id: Option<i64>,
+    position: i64,
+}
 
-fn main() {
-    assert_eq!(<Folder as Ordered>::SPEC.null_scope, ordered_diesel::NullScope::Tree);
-    assert_eq!(<Task as Ordered>::SPEC.null_scope, ordered_diesel::NullScope::Root);
+pub fn main() {
+    assert_eq!(
+        <Folder as Ordered>::SPEC.null_scope,
+        ordered_diesel::NullScope::Tree
+    );
+    assert_eq!(
+        <Task as Ordered>::SPEC.null_scope,
+        ordered_diesel::NullScope::Root
+    );
 }

@@ -20,7 +20,7 @@ pub enum Relation {}
 
 impl ActiveModelBehavior for ActiveModel {}
 
-fn main() {
+pub fn main() {
     assert!(Entity::spec().is_link());
     assert_eq!(Entity::spec().id, "track_id");
 }

@@ -6,7 +6,13 @@ mod classic {
 
     #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, DeriveOrdered)]
     #[sea_orm(table_name = "cards")]
-    #[ordered(parent_table = "columns", strategy = "fractional", max_len = 32, policy = "whole", version = "version")]
+    #[ordered(
+        parent_table = "columns",
+        strategy = "fractional",
+        max_len = 32,
+        policy = "whole",
+        version = "version"
+    )]
     pub struct Model {
         #[sea_orm(primary_key)]
         pub id: i64,
@@ -43,12 +49,18 @@ mod dense_format {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
-fn main() {
+pub fn main() {
     let c = classic::Entity::spec();
-    assert_eq!((c.table, c.parent, c.position, c.parent_table), ("cards", "column_id", "rank", "columns"));
+    assert_eq!(
+        (c.table, c.parent, c.position, c.parent_table),
+        ("cards", "column_id", "rank", "columns")
+    );
     assert_eq!(c.strategy.kind(), PositionKind::Key { max_len: 32 });
     assert_eq!(c.version, Some("version"));
     let d = dense_format::Entity::spec();
-    assert_eq!((d.table, d.parent, d.position), ("steps", "checklist_id", "position"));
+    assert_eq!(
+        (d.table, d.parent, d.position),
+        ("steps", "checklist_id", "position")
+    );
     assert!(d.strategy.is_dense());
 }

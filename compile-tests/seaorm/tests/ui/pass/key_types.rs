@@ -115,7 +115,7 @@ mod global_step {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
-fn main() {
+pub fn main() {
     let t = task::Entity::spec();
     assert!(t.locks_rows() && !t.is_global());
     assert_eq!((t.parent, t.version), ("list_id", Some("version")));

@@ -19,4 +19,4 @@ pub enum Relation {}
 
 impl ActiveModelBehavior for ActiveModel {}
 
-fn main() {}
+pub fn main() {}

@@ -5,11 +5,9 @@
 //! (retryable, nothing applied).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use ordered_seaorm::{Error, Ordering, Placement, RebalancePolicy};
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement, TransactionTrait};
 

@@ -37,14 +37,13 @@ mod folder {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// The migration's description, written without the entity.
 const FOLDERS: Spec = Spec::tree("s_tree_folders", "parent_id");
 
 async fn migrate(db: &sea_orm::DatabaseConnection) {
-    common::migrate(db, &FOLDERS, &[("name", "VARCHAR(40) NOT NULL")], &[]).await;
+    crate::common::migrate(db, &FOLDERS, &[("name", "VARCHAR(40) NOT NULL")], &[]).await;
 }
 
 fn new_folder(id: i64, name: &str) -> folder::ActiveModel {

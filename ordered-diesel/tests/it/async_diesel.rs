@@ -18,15 +18,14 @@
     unreachable_pub
 )]
 
-mod common;
 #[allow(dead_code)]
-#[path = "reliability/oracle.rs"]
+#[path = "../reliability/oracle.rs"]
 mod oracle;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering as AtomicOrdering};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, SimpleAsyncConnection};
 use oracle::{Model, check_replay, log_stmt, reset_log};

@@ -4,11 +4,9 @@
 //! once the holder lets go; without, it is `RetriesExhausted`, and nothing was written.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use ordered_diesel::{Dialect, Error, Placement, RebalancePolicy, RetryPolicy};
 
 fn hold_parent<C: TestConn>(holder: &mut C, t: &Tables) {

@@ -13,8 +13,7 @@
     unreachable_pub
 )]
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::sync::Barrier;
 

@@ -2,9 +2,7 @@
 //! their URLs are set), with gapped integers and fractional keys.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ordered_diesel::{Error, OrderingError, Placement, Position, RebalancePolicy};
 
 fn playlist<C: TestConn>(_: ()) {

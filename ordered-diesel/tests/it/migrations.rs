@@ -3,9 +3,7 @@
 //! written in Diesel's layout and run from the files.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ordered_diesel::migrations::{self, Backfill};
 use ordered_diesel::{Dialect, Id, Placement, RebalancePolicy};
 

@@ -40,8 +40,7 @@ mod card {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// The migration's description, written without the entity.
 const CARDS: Spec = Spec::new("cmp_cards", "board_id", "cmp_boards")
@@ -56,7 +55,7 @@ fn list(b: Uuid, status: &str) -> Id {
 
 async fn migrate(db: &sea_orm::DatabaseConnection) {
     let boards = [board(1).into(), board(2).into()];
-    common::migrate(db, &CARDS, &[("title", "VARCHAR(100) NOT NULL")], &boards).await;
+    crate::common::migrate(db, &CARDS, &[("title", "VARCHAR(100) NOT NULL")], &boards).await;
 }
 
 fn new_card(n: u128, title: &str) -> card::ActiveModel {

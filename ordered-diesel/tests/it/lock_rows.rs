@@ -12,8 +12,7 @@
     unreachable_pub
 )]
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::sync::{Barrier, Mutex};
 

@@ -14,8 +14,7 @@
     unreachable_pub
 )]
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::sync::Mutex;
 

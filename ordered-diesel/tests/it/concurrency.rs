@@ -3,12 +3,10 @@
 //! success (counted, never swallowed).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use common::*;
+use crate::common::*;
 use ordered_diesel::{Error, Placement, RebalancePolicy};
 
 const THREADS: usize = 8;

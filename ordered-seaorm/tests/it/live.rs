@@ -41,8 +41,7 @@ mod card {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// The migration's description, written without the entity.
 const CARDS: Spec = Spec::new("live_cards", "column_id", "live_columns").with_version("version");

@@ -12,11 +12,9 @@
 //! transactions) and no server connection to kill; it runs the single-writer checks.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use ordered_diesel::{Dialect, Error, Placement, Position, RebalancePolicy};
 
 /// The server's id of this connection.

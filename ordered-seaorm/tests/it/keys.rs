@@ -38,8 +38,7 @@ mod card {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// The migration's description, written without the entity.
 const CARDS: Spec = Spec::new("key_cards", "board_id", "key_boards")
@@ -49,7 +48,7 @@ const CARDS: Spec = Spec::new("key_cards", "board_id", "key_boards")
 
 async fn migrate(db: &sea_orm::DatabaseConnection) {
     let boards = [board(1).into(), board(2).into(), board(3).into()];
-    common::migrate(db, &CARDS, &[("title", "VARCHAR(100) NOT NULL")], &boards).await;
+    crate::common::migrate(db, &CARDS, &[("title", "VARCHAR(100) NOT NULL")], &boards).await;
 }
 
 fn new_card(n: u128, title: &str) -> card::ActiveModel {

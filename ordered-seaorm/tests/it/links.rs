@@ -37,8 +37,7 @@ mod entry {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// The migration's description, written without the entity.
 const ENTRIES: Spec = Spec::link(
@@ -50,7 +49,7 @@ const ENTRIES: Spec = Spec::link(
 .with_version("version");
 
 async fn migrate(db: &sea_orm::DatabaseConnection) {
-    common::migrate(db, &ENTRIES, &[], &[1.into(), 2.into()]).await;
+    crate::common::migrate(db, &ENTRIES, &[], &[1.into(), 2.into()]).await;
 }
 
 fn track(t: i64) -> entry::ActiveModel {

@@ -43,8 +43,7 @@ mod track {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn derived_entity_playlist_scenario() {

@@ -10,12 +10,10 @@
 #![cfg(feature = "mysql")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use common::*;
+use crate::common::*;
 use diesel::MysqlConnection;
 use ordered_diesel::__private::{Request, Statement};
 use ordered_diesel::sql::Returns;

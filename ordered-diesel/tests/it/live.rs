@@ -4,9 +4,7 @@
 //! metrics: `observe.rs`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use ordered_diesel::{Error, OrderingError, Placement, Position, RebalancePolicy, Request, Status};
 

@@ -12,8 +12,7 @@
     unreachable_pub
 )]
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use diesel::prelude::*;
 use ordered_diesel::migrations::{create_parent_table, create_table};
@@ -25,6 +24,7 @@ diesel::table! { d_link_entries (playlist_id, track_id) { playlist_id -> BigInt,
 #[derive(Debug, Queryable, Selectable, Ordered)]
 #[diesel(table_name = d_link_entries)]
 #[ordered(scope = playlist_id, id = (playlist_id, track_id), parent = d_link_playlists, version = version, spacing = 64)]
+#[allow(dead_code)] // the derives' row type: its fields are what the schema says, not read here
 pub struct Entry {
     pub playlist_id: i64,
     pub track_id: i64,

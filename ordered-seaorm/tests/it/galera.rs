@@ -7,12 +7,10 @@
 //! itself and checks the GTID on that session first.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use common::*;
+use crate::common::*;
 use ordered_seaorm::__private::{Request, Statement as CoreStatement};
 use ordered_seaorm::sql::Returns;
 use ordered_seaorm::{

@@ -13,8 +13,7 @@
     unreachable_pub
 )]
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use diesel::prelude::*;
 use ordered_diesel::{Error, KeyType, Ordered, OrderedDsl, OrderingError, Placement, Slot};

@@ -1,0 +1,36 @@
+//! The derive's accepted forms: each file of `ui/pass` is a module of this test crate,
+//! compiled with it, and its `main` (assertions on the spec the derive wrote) runs as a
+//! test.
+#![allow(missing_docs, dead_code)]
+
+#[path = "ui/pass/all_forms.rs"]
+mod all_forms;
+
+#[test]
+fn all_forms_is_accepted() {
+    all_forms::main();
+}
+
+#[path = "ui/pass/association.rs"]
+mod association;
+
+#[test]
+fn association_is_accepted() {
+    association::main();
+}
+
+#[path = "ui/pass/key_types.rs"]
+mod key_types;
+
+#[test]
+fn key_types_is_accepted() {
+    key_types::main();
+}
+
+#[path = "ui/pass/tree.rs"]
+mod tree;
+
+#[test]
+fn tree_is_accepted() {
+    tree::main();
+}
