@@ -461,6 +461,12 @@ pub(crate) mod rows {
 
 /// Binds above which a statement is not kept prepared: chunked relabels and id lists
 /// vary in length, and each length would be a statement of its own in the cache.
+#[cfg(any(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite",
+    feature = "async"
+))]
 const REUSABLE_BINDS: usize = 16;
 
 /// Whether a statement is kept in the connection's prepared statement cache: on SQLite,
@@ -473,6 +479,12 @@ const REUSABLE_BINDS: usize = 16;
 /// in `mysql_stmt_execute`, and on PostgreSQL cached statements in a caller's REPEATABLE
 /// READ transaction failed with `relation ... does not exist` for a table recreated
 /// since, so every statement is prepared anew there, as `sql_query` does.
+#[cfg(any(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite",
+    feature = "async"
+))]
 pub(crate) fn reusable(d: Dialect, stmt: &Statement) -> bool {
     d == Dialect::Sqlite && stmt.args.len() <= REUSABLE_BINDS
 }
