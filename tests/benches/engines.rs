@@ -313,15 +313,19 @@ fn floor_lock(d: Dialect, s: &Spec, key: &str) -> String {
     }
 }
 
-/// The floor's write of one row, by key (a literal appended, or a placeholder): a column
-/// of its own, counted up. A real write on every engine: InnoDB skips a row whose values
-/// do not change, so `SET position = position`, the floor before, committed nothing on
-/// MariaDB (no redo log to flush) while every operation of ours does.
+/// The floor's write of one row, by key (a literal appended, or a placeholder): the
+/// position written with its own value (any other could collide after a hot-gap
+/// workload) and a column of its own counted up. The count makes it a real write on
+/// every engine: InnoDB skips a row whose values do not change, so `SET position =
+/// position` alone, the floor before, committed nothing on MariaDB (no redo log to flush)
+/// while every operation of ours does. The position keeps SQLite's index write in it.
 fn floor_write(d: Dialect, s: &Spec, key: &str) -> String {
     let q = |x: &str| sql::quote(d, x);
     format!(
-        "UPDATE {} SET {} = {} + 1 WHERE {} = {key}",
+        "UPDATE {} SET {} = {}, {} = {} + 1 WHERE {} = {key}",
         q(s.table),
+        q("position"),
+        q("position"),
         q("touched"),
         q("touched"),
         q("id")
