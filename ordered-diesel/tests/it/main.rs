@@ -6,7 +6,6 @@
 //! `tests/observe.rs` (a process-wide tracing subscriber), `tests/cli.rs` (the migration
 //! command) and `tests/reliability` (a suite with its own report) stay binaries of their
 //! own.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 #[macro_use]
 #[path = "../common/mod.rs"]

@@ -4,7 +4,6 @@
 //! own tables, so they run in parallel here as they did in separate binaries.
 //!
 //! `tests/reliability.rs` (a suite with its own report) stays a binary of its own.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 #[macro_use]
 #[path = "../common/mod.rs"]
