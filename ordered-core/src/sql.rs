@@ -584,8 +584,11 @@ fn item_columns_of(b: &mut B, spec: &Spec, alias: Option<&str>) {
 ///   new row version, so a REPEATABLE READ or SERIALIZABLE transaction that waited gets
 ///   `40001` instead of reading a stale snapshot. Without a
 ///   version column the key is set to itself, which has the same effect.
-/// - MySQL: a locking read (`FOR UPDATE` reads the latest committed row), then the bump.
-/// - SQLite: the transaction is `BEGIN IMMEDIATE`; a read, then the bump.
+/// - MySQL: a locking read (`FOR UPDATE` reads the latest committed row), then the bump
+///   (MariaDB has no `UPDATE ... RETURNING`).
+/// - SQLite: the transaction is `BEGIN IMMEDIATE`, which is the lock; the bump is one
+///   `UPDATE ... RETURNING` as on PostgreSQL (SQLite 3.35+), a plain read of the row
+///   without a version column.
 pub fn lock_parent(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Vec<Statement> {
     if spec.locks_rows() {
         return lock_row(d, spec, parent, bump);
@@ -665,17 +668,18 @@ fn lock_row(d: Dialect, spec: &Spec, scope: Id, bump: bool) -> Vec<Statement> {
 /// read under the lock checks that it is still there
 /// ([`Error::ParentChanged`](crate::Error::ParentChanged) otherwise). It never locks
 /// the item's row, which would take the item before the parent, against every other
-/// writer's order. On MySQL and SQLite the bump follows ([`bump_after_lock`]).
+/// writer's order. On MySQL the bump follows ([`bump_after_lock`]).
 pub fn lock_parent_of(d: Dialect, spec: &Spec, item: Id, bump: bool) -> Statement {
     lock(d, spec, LockTarget::ParentOf(item), bump)
 }
 
 /// The statement that bumps `parent`'s version after the locking read of
-/// [`lock_parent`] or [`lock_parent_of`] on MySQL and SQLite (on PostgreSQL the lock is
-/// the bump, and without a version column there is nothing to bump).
+/// [`lock_parent`] or [`lock_parent_of`] on MySQL (on PostgreSQL and SQLite the lock is
+/// the bump, `UPDATE ... RETURNING`, and without a version column there is nothing to
+/// bump).
 pub fn bump_after_lock(d: Dialect, spec: &Spec, parent: Id, bump: bool) -> Option<Statement> {
     let v = spec.version?;
-    if !bump || d == Dialect::Postgres || spec.locks_rows() {
+    if !bump || d != Dialect::Mysql || spec.locks_rows() {
         return None;
     }
     let mut u = B::new(d);
@@ -731,33 +735,12 @@ fn lock(d: Dialect, spec: &Spec, target: LockTarget, bump: bool) -> Statement {
     match d {
         // without the bump (the reliability suite's negative control) PostgreSQL takes
         // the plain row lock below, which under REPEATABLE READ lets a writer plan from
-        // a snapshot older than the lock
-        Dialect::Postgres if bump => {
-            let mut b = B::new(d);
-            b.s("UPDATE ").id(spec.parent_table).s(" SET ");
-            match spec.version {
-                Some(v) => {
-                    b.id(v).s(" = ").id(v).s(" + 1");
-                }
-                _ => {
-                    b.id(spec.parent_id).s(" = ").id(spec.parent_id);
-                }
-            }
-            b.s(" WHERE ");
-            key(&mut b);
-            b.s(" RETURNING ")
-                .out_key(spec.text_wire(), spec.parent_type, |b| {
-                    b.id(spec.parent_id);
-                })
-                .s(" AS o_id, ");
-            match spec.version {
-                Some(v) => {
-                    b.s("CAST(").id(v).s(" - 1 AS BIGINT)");
-                }
-                _ => version_col(&mut b),
-            }
-            b.s(" AS o_version");
-            b.done(Returns::Parent)
+        // a snapshot older than the lock. SQLite's lock is `BEGIN IMMEDIATE`: the update
+        // is only the bump, in the statement that reads the row (a statement fewer),
+        // and without a version column there is nothing to write
+        Dialect::Postgres if bump => lock_by_update(d, spec, key, version_col),
+        Dialect::Sqlite if bump && spec.version.is_some() => {
+            lock_by_update(d, spec, key, version_col)
         }
         Dialect::Postgres | Dialect::Mysql | Dialect::Sqlite => {
             let mut b = B::new(d);
@@ -777,6 +760,44 @@ fn lock(d: Dialect, spec: &Spec, target: LockTarget, bump: bool) -> Statement {
             b.done(Returns::Parent)
         }
     }
+}
+
+/// The lock that is an update of the parent row (the version bumped, or without a
+/// version column the key set to itself) answering the row as it was before, with
+/// `RETURNING`: PostgreSQL and SQLite.
+fn lock_by_update(
+    d: Dialect,
+    spec: &Spec,
+    key: impl Fn(&mut B),
+    version_col: impl Fn(&mut B),
+) -> Statement {
+    let mut b = B::new(d);
+    b.s("UPDATE ").id(spec.parent_table).s(" SET ");
+    match spec.version {
+        Some(v) => {
+            b.id(v).s(" = ").id(v).s(" + 1");
+        }
+        _ => {
+            b.id(spec.parent_id).s(" = ").id(spec.parent_id);
+        }
+    }
+    b.s(" WHERE ");
+    key(&mut b);
+    b.s(" RETURNING ")
+        .out_key(spec.text_wire(), spec.parent_type, |b| {
+            b.id(spec.parent_id);
+        })
+        .s(" AS o_id, ");
+    match spec.version {
+        Some(v) => {
+            b.cast_int(|b| {
+                b.id(v).s(" - 1");
+            });
+        }
+        _ => version_col(&mut b),
+    }
+    b.s(" AS o_version");
+    b.done(Returns::Parent)
 }
 
 /// One part of a [`fused`] read: a read the planner will ask for, written so that it

@@ -73,15 +73,24 @@ fn parent_lock_per_engine() {
         "UPDATE `playlists` SET `version` = `version` + 1 WHERE `id` = ?"
     );
 
+    // SQLite: BEGIN IMMEDIATE is the lock, the bump answers the row in one statement
     let lite = sql::lock_parent(Dialect::Sqlite, &TRACKS, Id::Int(7), true);
+    assert_eq!(lite.len(), 1);
     assert_eq!(
         lite[0].sql,
-        r#"SELECT "id" AS o_id, "version" AS o_version FROM "playlists" WHERE "id" = ?"#
+        r#"UPDATE "playlists" SET "version" = "version" + 1 WHERE "id" = ? RETURNING "id" AS o_id, "version" - 1 AS o_version"#
     );
+    // without a version column there is nothing to write: a read
+    let lite_nov = sql::lock_parent(Dialect::Sqlite, &CARDS, Id::Int(7), true);
     assert_eq!(
-        lite[1].sql,
-        r#"UPDATE "playlists" SET "version" = "version" + 1 WHERE "id" = ?"#
+        lite_nov[0].sql,
+        r#"SELECT "id" AS o_id, 0 AS o_version FROM "columns" WHERE "id" = ?"#
     );
+    assert_eq!(lite_nov.len(), 1);
+    // the negative control on SQLite: the read, then the bump is not written at all
+    let lite_nobump = sql::lock_parent(Dialect::Sqlite, &TRACKS, Id::Int(7), false);
+    assert_eq!(lite_nobump.len(), 1);
+    assert!(lite_nobump[0].sql.starts_with("SELECT "));
     // the negative control: a plain lock with no bump
     let my_nobump = sql::lock_parent(Dialect::Mysql, &TRACKS, Id::Int(7), false);
     assert_eq!(my_nobump.len(), 1);
