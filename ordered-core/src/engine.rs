@@ -6,7 +6,8 @@
 //!
 //! const TRACKS: Spec = Spec::new("tracks", "playlist_id", "playlists");
 //! let mut op = Operation::new(TRACKS, Dialect::Sqlite, Request::Insert { parent: 1.into(), at: Placement::Last });
-//! // 1. lock the parent (SQLite: inside BEGIN IMMEDIATE, a read of the parent row)
+//! // 1. lock the parent (SQLite: inside BEGIN IMMEDIATE, a read of the parent row; with a
+//! // version column, the bump that answers the row, `UPDATE ... RETURNING`)
 //! let Action::Execute(lock) = op.next(Reply::None)? else { unreachable!() };
 //! assert!(lock.sql.starts_with("SELECT"));
 //! // the parent exists, at version 0
