@@ -732,34 +732,36 @@ fn lock(d: Dialect, spec: &Spec, target: LockTarget, bump: bool) -> Statement {
             }
         }
     };
-    match d {
+    let by_update = match d {
         // without the bump (the reliability suite's negative control) PostgreSQL takes
         // the plain row lock below, which under REPEATABLE READ lets a writer plan from
-        // a snapshot older than the lock. SQLite's lock is `BEGIN IMMEDIATE`: the update
-        // is only the bump, in the statement that reads the row (a statement fewer),
-        // and without a version column there is nothing to write
-        Dialect::Postgres if bump => lock_by_update(d, spec, key, version_col),
-        Dialect::Sqlite if bump && spec.version.is_some() => {
-            lock_by_update(d, spec, key, version_col)
-        }
-        Dialect::Postgres | Dialect::Mysql | Dialect::Sqlite => {
-            let mut b = B::new(d);
-            b.s("SELECT ")
-                .out_key(spec.text_wire(), spec.parent_type, |b| {
-                    b.id(spec.parent_id);
-                })
-                .s(" AS o_id, ");
-            version_col(&mut b);
-            b.s(" AS o_version FROM ")
-                .id(spec.parent_table)
-                .s(" WHERE ");
-            key(&mut b);
-            if d != Dialect::Sqlite {
-                b.s(" FOR UPDATE");
-            }
-            b.done(Returns::Parent)
-        }
+        // a snapshot older than the lock
+        Dialect::Postgres => bump,
+        // the lock is `BEGIN IMMEDIATE`: the update is only the bump, in the statement
+        // that reads the row (a statement fewer); without a version column there is
+        // nothing to write
+        Dialect::Sqlite => bump && spec.version.is_some(),
+        // MariaDB has no `UPDATE ... RETURNING`: the bump follows ([`bump_after_lock`])
+        Dialect::Mysql => false,
+    };
+    if by_update {
+        return lock_by_update(d, spec, key, version_col);
     }
+    let mut b = B::new(d);
+    b.s("SELECT ")
+        .out_key(spec.text_wire(), spec.parent_type, |b| {
+            b.id(spec.parent_id);
+        })
+        .s(" AS o_id, ");
+    version_col(&mut b);
+    b.s(" AS o_version FROM ")
+        .id(spec.parent_table)
+        .s(" WHERE ");
+    key(&mut b);
+    if d != Dialect::Sqlite {
+        b.s(" FOR UPDATE");
+    }
+    b.done(Returns::Parent)
 }
 
 /// The lock that is an update of the parent row (the version bumped, or without a

@@ -87,7 +87,7 @@ fn parent_lock_per_engine() {
         r#"SELECT "id" AS o_id, 0 AS o_version FROM "columns" WHERE "id" = ?"#
     );
     assert_eq!(lite_nov.len(), 1);
-    // the negative control on SQLite: the read, then the bump is not written at all
+    // the negative control on SQLite: a plain read, no bump
     let lite_nobump = sql::lock_parent(Dialect::Sqlite, &TRACKS, Id::Int(7), false);
     assert_eq!(lite_nobump.len(), 1);
     assert!(lite_nobump[0].sql.starts_with("SELECT "));
