@@ -26,9 +26,38 @@ pub trait OrderedConnection:
     /// How the library opens its own transaction ([`ordered_core::sql::begin`]):
     /// `BEGIN IMMEDIATE` on SQLite, READ COMMITTED on the servers.
     const BEGIN: &'static str;
-    /// Executes one statement and decodes its result as `wire` says.
+    /// Executes one statement and decodes its result as `wire` says, on a server that
+    /// may be a Galera node.
     #[doc(hidden)]
-    fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply>;
+    fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply> {
+        self.run_on(stmt, wire, Server::MaybeGalera)
+    }
+    /// Executes one statement on `server` and decodes its result as `wire` says.
+    #[doc(hidden)]
+    fn run_on(&mut self, stmt: &Statement, wire: Wire, server: Server) -> QueryResult<Reply>;
+}
+
+/// What the caller of a statement knows of the server, for the prepared statement
+/// cache: MySQL/MariaDB statements are kept prepared only on a [`Server::Plain`].
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    /// Not a Galera node: PostgreSQL, SQLite, or MySQL/MariaDB whose Galera probe said
+    /// so for this operation.
+    Plain,
+    /// Possibly a Galera node: a MySQL/MariaDB server before the probe, or a node.
+    MaybeGalera,
+}
+
+impl Server {
+    /// The server the Galera probe described.
+    pub(crate) fn probed(galera: bool) -> Server {
+        if galera {
+            Server::MaybeGalera
+        } else {
+            Server::Plain
+        }
+    }
 }
 
 /// The row shapes of [`ordered_core::Returns`] and the query with its binds, shared by
@@ -469,24 +498,27 @@ pub(crate) mod rows {
 ))]
 const REUSABLE_BINDS: usize = 16;
 
-/// Whether a statement is kept in the connection's prepared statement cache: on SQLite,
-/// statements of a fixed shape (locks, reads, one-row writes: a handful of texts per
-/// table). There a statement is compiled in-process, which is most of what an operation
-/// costs, and a cached one whose table changed is recompiled by SQLite itself
-/// (`sqlite3_prepare_v2` statements re-prepare on `SQLITE_SCHEMA`). Not on the servers:
-/// on MySQL/MariaDB a cached prepared statement executed after the server aborted the
-/// transaction (a deadlock, a Galera brute-force abort) left the client waiting for good
-/// in `mysql_stmt_execute`, and on PostgreSQL cached statements in a caller's REPEATABLE
-/// READ transaction failed with `relation ... does not exist` for a table recreated
-/// since, so every statement is prepared anew there, as `sql_query` does.
+/// Whether a statement is kept in the connection's prepared statement cache: one of a
+/// fixed shape (locks, reads, one-row writes: a handful of texts per table), on any
+/// engine but a Galera node. Kept, it is prepared once per connection; each later run
+/// is one round trip (one `COM_STMT_EXECUTE` on MySQL/MariaDB instead of a prepare, an
+/// execute and a close; on PostgreSQL an execute of the named statement without a parse;
+/// on SQLite no compile, which is most of what an operation costs there). A table
+/// dropped and created since is planned again by the engine itself (SQLite re-prepares
+/// on `SQLITE_SCHEMA`, PostgreSQL and MariaDB re-plan a statement whose table changed).
+///
+/// Never on a Galera node, nor on MySQL/MariaDB before the operation's probe has said
+/// the server is not one: there a cached statement executed after a brute-force abort
+/// left the client waiting for good in `mysql_stmt_execute` (12 writers over 3 nodes,
+/// `tests/it/galera.rs`), so every statement is prepared anew, as `sql_query` does.
 #[cfg(any(
     feature = "postgres",
     feature = "mysql",
     feature = "sqlite",
     feature = "async"
 ))]
-pub(crate) fn reusable(d: Dialect, stmt: &Statement) -> bool {
-    d == Dialect::Sqlite && stmt.args.len() <= REUSABLE_BINDS
+pub(crate) fn reusable(d: Dialect, stmt: &Statement, server: Server) -> bool {
+    (d != Dialect::Mysql || server == Server::Plain) && stmt.args.len() <= REUSABLE_BINDS
 }
 
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
@@ -498,11 +530,16 @@ macro_rules! ordered_connection {
             const DIALECT: Dialect = $dialect;
             const BEGIN: &'static str = ordered_core::sql::begin($dialect);
 
-            fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply> {
+            fn run_on(
+                &mut self,
+                stmt: &Statement,
+                wire: Wire,
+                server: Server,
+            ) -> QueryResult<Reply> {
                 use diesel::RunQueryDsl;
                 use ordered_core::Returns;
 
-                let q = rows::raw(stmt, reusable($dialect, stmt))?;
+                let q = rows::raw(stmt, reusable($dialect, stmt, server))?;
                 let key = wire.key;
                 Ok(match stmt.returns {
                     Returns::Nothing => Reply::Affected(q.execute(self)? as u64),

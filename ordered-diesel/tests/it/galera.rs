@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use crate::common::*;
-use diesel::MysqlConnection;
+use diesel::{Connection, MysqlConnection};
 use ordered_diesel::__private::{Request, Statement};
 use ordered_diesel::sql::Returns;
 use ordered_diesel::{
@@ -111,12 +111,26 @@ fn a_spec_without_a_version_column_is_refused_on_a_node() {
 /// Writes through node 1, reads through node 2 at once: `list` waits for node 2 to
 /// apply the write (its causal read), 200 times out of 200. A plain read of node 2
 /// right after the commit (no causal wait) is the control: it can see the list as it
-/// was, and the count of such reads is printed.
+/// was, and the count of such reads is printed. Neither connection keeps a statement
+/// prepared: on a node a cached statement run after a brute-force abort never returns.
 #[test]
 fn reads_through_one_node_see_writes_through_another() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering as Atomic};
+
     let Some(urls) = nodes() else { return };
     let mut w = node(&urls[0]);
     let mut r = node(&urls[1]);
+    let cached = Arc::new(AtomicUsize::new(0));
+    for c in [&mut w, &mut r] {
+        let n = Arc::clone(&cached);
+        c.set_instrumentation(move |ev: diesel::connection::InstrumentationEvent<'_>| {
+            if let diesel::connection::InstrumentationEvent::CacheQuery { sql, .. } = ev {
+                n.fetch_add(1, Atomic::SeqCst);
+                eprintln!("kept prepared on a Galera node: {sql}");
+            }
+        });
+    }
     let t = fresh(&mut w, "gal_causal", &GAPPED, &[1]);
     let plain = ordered_diesel::sql::list(Dialect::Mysql, &t.spec, ordered_diesel::Id::Int(1));
     let mut stale_plain = 0;
@@ -142,6 +156,11 @@ fn reads_through_one_node_see_writes_through_another() {
         assert_eq!(seen.len(), i + 1);
         assert_eq!(ord(&t).index_of(&mut r, id).unwrap(), 0);
     }
+    assert_eq!(
+        cached.load(Atomic::SeqCst),
+        0,
+        "statements kept prepared on a Galera node"
+    );
     eprintln!(
         "galera causal reads: 200/200 fresh through the library; plain reads without the causal wait: {stale_plain}/100 stale"
     );
