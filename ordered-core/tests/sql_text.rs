@@ -176,7 +176,7 @@ fn relabel_is_one_statement_on_postgres_and_two_elsewhere() {
     assert_eq!(pg.len(), 1);
     assert_eq!(
         pg[0].sql,
-        r#"UPDATE "tracks" AS o_t SET "position" = $1 + (o_r.o_rn - 1 + CASE WHEN o_r.o_rn > $2 THEN 1 ELSE 0 END) * $3 FROM (SELECT "id" AS o_rid, ROW_NUMBER() OVER (ORDER BY "position", "id") AS o_rn FROM "tracks" WHERE "playlist_id" = $4 AND "position" > $5 AND "position" < $6) AS o_r WHERE o_t."id" = o_r.o_rid"#
+        r#"UPDATE "tracks" AS o_t SET "position" = $1 + (o_r.o_rn - 1 + CASE WHEN o_r.o_rn > $2 THEN 1 ELSE 0 END) * $3 FROM (SELECT "id" AS o_rid, ROW_NUMBER() OVER (ORDER BY "position") AS o_rn FROM "tracks" WHERE "playlist_id" = $4 AND "position" > $5 AND "position" < $6) AS o_r WHERE o_t."id" = o_r.o_rid"#
     );
     assert_eq!(
         pg[0].args,
@@ -186,7 +186,7 @@ fn relabel_is_one_statement_on_postgres_and_two_elsewhere() {
     assert_eq!(my.len(), 2);
     assert_eq!(
         my[0].sql,
-        "UPDATE `tracks` AS o_t JOIN (SELECT `id` AS o_rid, ROW_NUMBER() OVER (ORDER BY `position`, `id`) AS o_rn FROM `tracks` WHERE `playlist_id` = ? AND `position` > ? AND `position` < ?) AS o_r ON o_t.`id` = o_r.o_rid SET o_t.`position` = -(? + (o_r.o_rn - 1 + CASE WHEN o_r.o_rn > ? THEN 1 ELSE 0 END) * ? + ?)"
+        "UPDATE `tracks` AS o_t JOIN (SELECT `id` AS o_rid, ROW_NUMBER() OVER (ORDER BY `position`) AS o_rn FROM `tracks` WHERE `playlist_id` = ? AND `position` > ? AND `position` < ?) AS o_r ON o_t.`id` = o_r.o_rid SET o_t.`position` = -(? + (o_r.o_rn - 1 + CASE WHEN o_r.o_rn > ? THEN 1 ELSE 0 END) * ? + ?)"
     );
     // below what rows already in the temporary range hold: -(new + 5), then back
     assert_eq!(
@@ -201,7 +201,7 @@ fn relabel_is_one_statement_on_postgres_and_two_elsewhere() {
     let lite = sql::write(Dialect::Sqlite, &TRACKS, &w);
     assert_eq!(
         lite[0].sql,
-        r#"UPDATE "tracks" SET "position" = -(? + (o_r.o_rn - 1 + CASE WHEN o_r.o_rn > ? THEN 1 ELSE 0 END) * ? + ?) FROM (SELECT "id" AS o_rid, ROW_NUMBER() OVER (ORDER BY "position", "id") AS o_rn FROM "tracks" WHERE "playlist_id" = ? AND "position" > ? AND "position" < ?) AS o_r WHERE "tracks"."id" = o_r.o_rid"#
+        r#"UPDATE "tracks" SET "position" = -(? + (o_r.o_rn - 1 + CASE WHEN o_r.o_rn > ? THEN 1 ELSE 0 END) * ? + ?) FROM (SELECT "id" AS o_rid, ROW_NUMBER() OVER (ORDER BY "position") AS o_rn FROM "tracks" WHERE "playlist_id" = ? AND "position" > ? AND "position" < ?) AS o_r WHERE "tracks"."id" = o_r.o_rid"#
     );
 }
 
@@ -220,8 +220,9 @@ fn a_rebalance_with_few_rows_in_the_way_is_one_ranked_pass() {
     // nothing in the way: the final values directly
     let my = sql::write(Dialect::Mysql, &TRACKS, &w(vec![]));
     assert_eq!(my.len(), 1);
+    // positions are unique in a list: ranked by the position alone, in index order
     assert!(
-        my[0].sql.contains("ORDER BY `position`, `id`"),
+        my[0].sql.contains("OVER (ORDER BY `position`) AS o_rn"),
         "{}",
         my[0].sql
     );
