@@ -1419,8 +1419,8 @@ fn renumber(
                 .id(spec.id);
         } else {
             // positions are unique in a list (the spec's constraint): the scope and
-            // position index gives the order, and SQLite sorts nothing (with the key
-            // as a tie-break it did, a third of a 100k-row relabel)
+            // position index gives the order (with the key as a tie-break SQLite 3.40
+            // sorted the rows, 233 ms against 168 for 100k; 3.51 is the same either way)
             b.id(spec.position);
         }
         b.s(") AS o_rn FROM ")
