@@ -58,8 +58,6 @@ use ordered_core::{
 };
 use tracing::Instrument;
 
-use crate::conn::Server;
-
 use crate::error::{Error, Result};
 use crate::ops::{
     Inserted, Settled, Slot, after_rollback, causal_reply, commit_error, committed,
@@ -103,24 +101,12 @@ pub trait AsyncOrderedConnection: Send + sealed::Sealed {
     /// Rolls back the innermost transaction or savepoint.
     #[doc(hidden)]
     fn rollback(&mut self) -> impl Future<Output = QueryResult<()>> + Send;
-    /// Executes one statement and decodes its result, on a server that may be a Galera
-    /// node.
+    /// Executes one statement and decodes its result.
     #[doc(hidden)]
     fn run(
         &mut self,
         stmt: &Statement,
         wire: Wire,
-    ) -> impl Future<Output = QueryResult<Reply>> + Send {
-        self.run_on(stmt, wire, Server::MaybeGalera)
-    }
-    /// Executes one statement on `server` and decodes its result (the statement cache
-    /// as for [`crate::OrderedConnection`]).
-    #[doc(hidden)]
-    fn run_on(
-        &mut self,
-        stmt: &Statement,
-        wire: Wire,
-        server: Server,
     ) -> impl Future<Output = QueryResult<Reply>> + Send;
 }
 
@@ -161,17 +147,12 @@ macro_rules! async_server_connection {
                                                                 .await
             }
 
-            async fn run_on(
-                &mut self,
-                stmt: &Statement,
-                wire: Wire,
-                server: Server,
-            ) -> QueryResult<Reply> {
+            async fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply> {
                 use crate::conn::rows;
                 use diesel_async::RunQueryDsl;
                 use ordered_core::Returns;
 
-                let q = rows::raw(stmt, crate::conn::reusable($dialect, stmt, server))?;
+                let q = rows::raw(stmt, crate::conn::reusable($dialect, stmt))?;
                 let key = wire.key;
                 Ok(match stmt.returns {
                     Returns::Nothing => Reply::Affected(q.execute(self).await? as u64),
@@ -243,7 +224,7 @@ mod sqlite {
     use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
     use ordered_core::{Dialect, Reply, Statement, Wire, sql};
 
-    use super::{AsyncOrderedConnection, Server, sealed};
+    use super::{AsyncOrderedConnection, sealed};
 
     impl sealed::Sealed for SyncConnectionWrapper<SqliteConnection> {}
 
@@ -280,14 +261,9 @@ mod sqlite {
             .await
         }
 
-        async fn run_on(
-            &mut self,
-            stmt: &Statement,
-            wire: Wire,
-            server: Server,
-        ) -> QueryResult<Reply> {
+        async fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply> {
             let stmt = stmt.clone();
-            self.spawn_blocking(move |c| crate::OrderedConnection::run_on(c, &stmt, wire, server))
+            self.spawn_blocking(move |c| crate::OrderedConnection::run(c, &stmt, wire))
                 .await
         }
     }
@@ -488,7 +464,6 @@ impl Ordering {
         T: Send,
     {
         let key = self.s.wire();
-        let server = Server::probed(galera);
         let mut op = self.s.operation(C::DIALECT, req);
         if galera {
             op = op.on_galera();
@@ -502,7 +477,7 @@ impl Ordering {
             let action = op.next(reply);
             *locked = op.locked().first().copied();
             match action? {
-                Action::Execute(stmt) => reply = conn.run_on(&stmt, key, server).await?,
+                Action::Execute(stmt) => reply = conn.run(&stmt, key).await?,
                 Action::Insert { parent, position } => {
                     let f = insert.as_mut().ok_or_else(|| {
                         ordered_core::Error::Inconsistent(
@@ -974,8 +949,7 @@ async fn read<C: AsyncOrderedConnection>(
     {
         return r;
     }
-    // not a Galera node (or not MySQL/MariaDB): the statement may be kept prepared
-    Ok(conn.run_on(stmt, key, Server::Plain).await?)
+    Ok(conn.run(stmt, key).await?)
 }
 
 /// The item rows of a [`read`] (`list`, `verify`).

@@ -26,38 +26,9 @@ pub trait OrderedConnection:
     /// How the library opens its own transaction ([`ordered_core::sql::begin`]):
     /// `BEGIN IMMEDIATE` on SQLite, READ COMMITTED on the servers.
     const BEGIN: &'static str;
-    /// Executes one statement and decodes its result as `wire` says, on a server that
-    /// may be a Galera node.
+    /// Executes one statement and decodes its result as `wire` says.
     #[doc(hidden)]
-    fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply> {
-        self.run_on(stmt, wire, Server::MaybeGalera)
-    }
-    /// Executes one statement on `server` and decodes its result as `wire` says.
-    #[doc(hidden)]
-    fn run_on(&mut self, stmt: &Statement, wire: Wire, server: Server) -> QueryResult<Reply>;
-}
-
-/// What the caller of a statement knows of the server, for the prepared statement
-/// cache: MySQL/MariaDB statements are kept prepared only on a [`Server::Plain`].
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Server {
-    /// Not a Galera node: PostgreSQL, SQLite, or MySQL/MariaDB whose Galera probe said
-    /// so for this operation.
-    Plain,
-    /// Possibly a Galera node: a MySQL/MariaDB server before the probe, or a node.
-    MaybeGalera,
-}
-
-impl Server {
-    /// The server the Galera probe described.
-    pub(crate) fn probed(galera: bool) -> Server {
-        if galera {
-            Server::MaybeGalera
-        } else {
-            Server::Plain
-        }
-    }
+    fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply>;
 }
 
 /// The row shapes of [`ordered_core::Returns`] and the query with its binds, shared by
@@ -498,27 +469,27 @@ pub(crate) mod rows {
 ))]
 const REUSABLE_BINDS: usize = 16;
 
-/// Whether a statement is kept in the connection's prepared statement cache: one of a
-/// fixed shape (locks, reads, one-row writes: a handful of texts per table), on any
-/// engine but a Galera node. Kept, it is prepared once per connection; each later run
-/// is one round trip (one `COM_STMT_EXECUTE` on MySQL/MariaDB instead of a prepare, an
-/// execute and a close; on PostgreSQL an execute of the named statement without a parse;
-/// on SQLite no compile, which is most of what an operation costs there). A table
-/// dropped and created since is planned again by the engine itself (SQLite re-prepares
-/// on `SQLITE_SCHEMA`, PostgreSQL and MariaDB re-plan a statement whose table changed).
+/// Whether a statement is kept in the connection's prepared statement cache: on SQLite
+/// and PostgreSQL, one of a fixed shape (locks, reads, one-row writes: a handful of texts
+/// per table). Kept, it is prepared once per connection: on SQLite no compile on later
+/// runs (most of what an operation costs there), on PostgreSQL a `Bind`/`Execute` of the
+/// named statement without a parse. A table dropped and created since is planned again by
+/// the engine (SQLite re-prepares on `SQLITE_SCHEMA`, PostgreSQL re-plans a statement
+/// whose table changed, inside a REPEATABLE READ transaction too: `live::prepared`).
 ///
-/// Never on a Galera node, nor on MySQL/MariaDB before the operation's probe has said
-/// the server is not one: there a cached statement executed after a brute-force abort
-/// left the client waiting for good in `mysql_stmt_execute` (12 writers over 3 nodes,
-/// `tests/it/galera.rs`), so every statement is prepared anew, as `sql_query` does.
+/// Not on MySQL/MariaDB, where every statement is prepared anew, as `sql_query` does: a
+/// kept statement left a client waiting for good in `mysql_stmt_execute`, its transaction
+/// open and the parent locked, while the server showed the connection idle: on a plain
+/// MariaDB 10.11 once in `keys::uuid_keyed_cards_on_every_engine` (six writers moving
+/// cards between two boards), and on a Galera node in every run of 12 writers.
 #[cfg(any(
     feature = "postgres",
     feature = "mysql",
     feature = "sqlite",
     feature = "async"
 ))]
-pub(crate) fn reusable(d: Dialect, stmt: &Statement, server: Server) -> bool {
-    (d != Dialect::Mysql || server == Server::Plain) && stmt.args.len() <= REUSABLE_BINDS
+pub(crate) fn reusable(d: Dialect, stmt: &Statement) -> bool {
+    matches!(d, Dialect::Sqlite | Dialect::Postgres) && stmt.args.len() <= REUSABLE_BINDS
 }
 
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
@@ -530,16 +501,11 @@ macro_rules! ordered_connection {
             const DIALECT: Dialect = $dialect;
             const BEGIN: &'static str = ordered_core::sql::begin($dialect);
 
-            fn run_on(
-                &mut self,
-                stmt: &Statement,
-                wire: Wire,
-                server: Server,
-            ) -> QueryResult<Reply> {
+            fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply> {
                 use diesel::RunQueryDsl;
                 use ordered_core::Returns;
 
-                let q = rows::raw(stmt, reusable($dialect, stmt, server))?;
+                let q = rows::raw(stmt, reusable($dialect, stmt))?;
                 let key = wire.key;
                 Ok(match stmt.returns {
                     Returns::Nothing => Reply::Affected(q.execute(self)? as u64),

@@ -132,7 +132,6 @@ pub use ordered_core::{
 
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::conn::Server;
     pub use diesel;
     pub use ordered_core::key::Alphabet;
     pub use ordered_core::position::PARK_POSITION;

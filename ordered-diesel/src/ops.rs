@@ -8,7 +8,7 @@ use ordered_core::{
     Row, Settings, Spec, Wire, observe, sql,
 };
 
-use crate::conn::{OrderedConnection, Server};
+use crate::conn::OrderedConnection;
 use crate::error::{Class, Error, Result, classify};
 use ordered_core::retry::{Stop, is_connection_lost, refine};
 
@@ -304,7 +304,6 @@ impl Ordering {
         C: OrderedConnection,
     {
         let key = self.s.wire();
-        let server = Server::probed(galera);
         let mut op = self.s.operation(C::DIALECT, req);
         if galera {
             op = op.on_galera();
@@ -318,7 +317,7 @@ impl Ordering {
             let action = op.next(reply);
             *locked = op.locked().first().copied();
             match action? {
-                Action::Execute(stmt) => reply = conn.run_on(&stmt, key, server)?,
+                Action::Execute(stmt) => reply = conn.run(&stmt, key)?,
                 Action::Insert { parent, position } => {
                     let f = insert.as_mut().ok_or_else(|| {
                         ordered_core::Error::Inconsistent(
@@ -1069,8 +1068,7 @@ fn read<C: OrderedConnection>(
     {
         return r;
     }
-    // not a Galera node (or not MySQL/MariaDB): the statement may be kept prepared
-    Ok(conn.run_on(stmt, key, Server::Plain)?)
+    Ok(conn.run(stmt, key)?)
 }
 
 /// The item rows of a [`read`] (`list`, `verify`).

@@ -180,16 +180,14 @@ fn insert_row<C: BenchConn>(c: &mut C, s: &Spec, slot: &Slot) -> diesel::QueryRe
     if d == Dialect::Mysql {
         // Diesel's MySQL connection reads no rows from `INSERT ... RETURNING` (a prepared
         // statement without result metadata), and LAST_INSERT_ID() would be a statement
-        // of its own: the library reads the id back. Kept prepared, as Diesel keeps an
-        // application's typed `insert_into` (the benchmark's server is not a Galera node)
-        c.run_on(
+        // of its own: the library reads the id back
+        c.run(
             &Statement {
                 sql: insert,
                 args,
                 returns: Returns::Nothing,
             },
             ordered_core::Wire::PLAIN,
-            ordered_diesel::__private::Server::Plain,
         )?;
         return Ok(());
     }

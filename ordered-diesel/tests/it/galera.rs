@@ -112,7 +112,7 @@ fn a_spec_without_a_version_column_is_refused_on_a_node() {
 /// apply the write (its causal read), 200 times out of 200. A plain read of node 2
 /// right after the commit (no causal wait) is the control: it can see the list as it
 /// was, and the count of such reads is printed. Neither connection keeps a statement
-/// prepared: on a node a cached statement run after a brute-force abort never returns.
+/// prepared: on a node a cached statement run after a brute-force abort never returned.
 #[test]
 fn reads_through_one_node_see_writes_through_another() {
     use std::sync::Arc;
