@@ -1293,30 +1293,31 @@ fn in_the_way(rows: &[Row], first: i64, step: i64) -> Option<Vec<Id>> {
     if step <= 0 {
         return None;
     }
-    let mut positions = Vec::with_capacity(rows.len());
+    // (position, id) of every row, in the order read
+    let mut held: Vec<(i64, Id)> = Vec::with_capacity(rows.len());
     for r in rows {
         let v = r.position.as_int()?;
-        let ascends = positions.last().is_none_or(|&prev| prev < v);
+        let ascends = held.last().is_none_or(|&(prev, _)| prev < v);
         if !(MIN_POSITION..=MAX_POSITION).contains(&v) || !ascends {
             return None;
         }
-        positions.push(v);
+        held.push((v, r.id));
     }
     let mut parks = Vec::new();
-    let mut held = 0;
+    let mut at = 0;
     let mut new = first;
     for r in rows {
-        while positions.get(held).is_some_and(|&v| v < new) {
-            held += 1;
+        while held.get(at).is_some_and(|&(v, _)| v < new) {
+            at += 1;
         }
-        if positions.get(held) == Some(&new) {
-            let holder = rows[held].id;
-            if holder != r.id {
-                if parks.len() == MAX_PARKS {
-                    return None;
-                }
-                parks.push(holder);
+        if let Some(&(v, holder)) = held.get(at)
+            && v == new
+            && holder != r.id
+        {
+            if parks.len() == MAX_PARKS {
+                return None;
             }
+            parks.push(holder);
         }
         new = new.checked_add(step)?;
     }
