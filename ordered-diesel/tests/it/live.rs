@@ -656,6 +656,8 @@ fn statements_kept_prepared<C: TestConn>(_: ()) {
     let cached = Arc::new(AtomicUsize::new(0));
     let cached_sql = Arc::new(Mutex::new(Vec::<String>::new()));
     let (n, sqls) = (Arc::clone(&cached), Arc::clone(&cached_sql));
+    // the texts kept so far, for the failure messages
+    let kept = || cached_sql.lock().map(|v| v.clone()).unwrap_or_default();
     c.set_instrumentation(move |ev: diesel::connection::InstrumentationEvent<'_>| {
         if let diesel::connection::InstrumentationEvent::CacheQuery { sql, .. } = ev {
             n.fetch_add(1, Atomic::SeqCst);
@@ -679,7 +681,7 @@ fn statements_kept_prepared<C: TestConn>(_: ()) {
             0,
             "{}: kept a statement prepared: {:?}",
             C::name(),
-            cached_sql.lock().map(|v| v.clone()).unwrap_or_default()
+            kept()
         );
     } else {
         assert!(after_first > 0, "{}: nothing was kept prepared", C::name());
@@ -688,7 +690,7 @@ fn statements_kept_prepared<C: TestConn>(_: ()) {
             after_first,
             "{}: moves of the same shapes prepared again: {:?}",
             C::name(),
-            cached_sql.lock().map(|v| v.clone()).unwrap_or_default()
+            kept()
         );
         // another connection drops and creates the tables again (new relation ids on
         // PostgreSQL): the statements this connection keeps are planned again by the
@@ -718,7 +720,7 @@ fn statements_kept_prepared<C: TestConn>(_: ()) {
             after_second,
             "{}: {:?}",
             C::name(),
-            cached_sql.lock().map(|v| v.clone()).unwrap_or_default()
+            kept()
         );
         assert_eq!(
             ids(&mut c, &t, 1.into()),
