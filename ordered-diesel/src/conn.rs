@@ -469,27 +469,45 @@ pub(crate) mod rows {
 ))]
 const REUSABLE_BINDS: usize = 16;
 
-/// Whether a statement is kept in the connection's prepared statement cache: on SQLite
-/// and PostgreSQL, one of a fixed shape (locks, reads, one-row writes: a handful of texts
-/// per table). Kept, it is prepared once per connection: on SQLite no compile on later
-/// runs (most of what an operation costs there), on PostgreSQL a `Bind`/`Execute` of the
-/// named statement without a parse. A table dropped and created since is planned again by
-/// the engine (SQLite re-prepares on `SQLITE_SCHEMA`, PostgreSQL re-plans a statement
-/// whose table changed, inside a REPEATABLE READ transaction too: `live::prepared`).
+/// Whether a statement is kept in the connection's prepared statement cache: one of a
+/// fixed shape (locks, reads, one-row writes: a handful of texts per table). Kept, it is
+/// prepared once per connection: on SQLite no compile on later runs (most of what an
+/// operation costs there), on PostgreSQL a `Bind`/`Execute` of the named statement without
+/// a parse, on MySQL/MariaDB an `EXECUTE` without the `PREPARE` and `CLOSE` round trips. A
+/// table dropped and created since is planned again by the engine (SQLite re-prepares on
+/// `SQLITE_SCHEMA`, PostgreSQL re-plans a statement whose table changed, inside a
+/// REPEATABLE READ transaction too, MariaDB re-prepares it: `live::prepared`).
 ///
-/// Not on MySQL/MariaDB, where every statement is prepared anew, as `sql_query` does: a
-/// kept statement left a client waiting for good in `mysql_stmt_execute`, its transaction
-/// open and the parent locked, while the server showed the connection idle: on a plain
-/// MariaDB 10.11 once in `keys::uuid_keyed_cards_on_every_engine` (six writers moving
-/// cards between two boards), and on a Galera node in every run of 12 writers.
+/// On MySQL/MariaDB a kept statement that failed is not run again: see
+/// [`forget_after_failure`].
 #[cfg(any(
     feature = "postgres",
     feature = "mysql",
     feature = "sqlite",
     feature = "async"
 ))]
-pub(crate) fn reusable(d: Dialect, stmt: &Statement) -> bool {
-    matches!(d, Dialect::Sqlite | Dialect::Postgres) && stmt.args.len() <= REUSABLE_BINDS
+pub(crate) fn reusable(_: Dialect, stmt: &Statement) -> bool {
+    stmt.args.len() <= REUSABLE_BINDS
+}
+
+/// After a kept statement failed on MySQL/MariaDB, the connection's prepared statements
+/// are closed (Diesel's cache is emptied and starts again, unbounded as by default), so
+/// that the failed one is prepared anew on its next run.
+///
+/// The reason is a client library bug, not the server: when an error (a deadlock, a lock
+/// wait timeout, a Galera brute-force abort) arrives after the rows' metadata, so in
+/// `mysql_stmt_store_result`, Diesel's `mysql_stmt_free_result` leaves the statement of
+/// MariaDB Connector/C (3.3 and 3.4: `madb_reset_stmt`) in `MYSQL_STMT_USER_FETCHING` with
+/// no rows; its next `mysql_stmt_execute` then waits for good for rows the server never
+/// sends, its transaction open and its locks held, while the server shows the connection
+/// idle. Closing a statement in that state is safe (it is what a statement prepared anew
+/// goes through after every run). The cost is a `PREPARE` of each statement once more, and
+/// only after a failure, which the operation retries or reports anyway.
+#[cfg(feature = "mysql")]
+pub(crate) fn forget_after_failure<C: diesel::Connection>(conn: &mut C) {
+    use diesel::connection::CacheSize;
+    conn.set_prepared_statement_cache_size(CacheSize::Disabled);
+    conn.set_prepared_statement_cache_size(CacheSize::Unbounded);
 }
 
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
@@ -505,38 +523,48 @@ macro_rules! ordered_connection {
                 use diesel::RunQueryDsl;
                 use ordered_core::Returns;
 
-                let q = rows::raw(stmt, reusable($dialect, stmt))?;
+                let kept = reusable($dialect, stmt);
+                let q = rows::raw(stmt, kept)?;
                 let key = wire.key;
-                Ok(match stmt.returns {
-                    Returns::Nothing => Reply::Affected(q.execute(self)? as u64),
-                    Returns::Rows if wire.text => rows::text_rows(wire, q.load(self)?)?,
-                    Returns::Parent if wire.text => rows::text_parents(wire, q.load(self)?)?,
-                    Returns::Listed if wire.text => rows::text_listed(wire, q.load(self)?)?,
-                    Returns::Tagged if wire.text => rows::text_tagged(wire, q.load(self)?)?,
-                    Returns::Rows if key => Reply::Rows(
-                        q.load::<rows::KeyRow>(self)?
-                            .into_iter()
-                            .map(Into::into)
-                            .collect(),
-                    ),
-                    Returns::Rows => Reply::Rows(
-                        q.load::<rows::IntRow>(self)?
-                            .into_iter()
-                            .map(Into::into)
-                            .collect(),
-                    ),
-                    Returns::Parent => Reply::Parents(
-                        q.load::<rows::ParentRow>(self)?
-                            .into_iter()
-                            .map(Into::into)
-                            .collect(),
-                    ),
-                    Returns::Count => Reply::Count(rows::count(&q.load::<rows::CountRow>(self)?)),
-                    Returns::Listed if key => rows::listed_key(q.load(self)?),
-                    Returns::Listed => rows::listed_int(q.load(self)?),
-                    Returns::Tagged if key => rows::tagged_key(q.load(self)?),
-                    Returns::Tagged => rows::tagged_int(q.load(self)?),
-                })
+                let reply = (|| {
+                    Ok(match stmt.returns {
+                        Returns::Nothing => Reply::Affected(q.execute(self)? as u64),
+                        Returns::Rows if wire.text => rows::text_rows(wire, q.load(self)?)?,
+                        Returns::Parent if wire.text => rows::text_parents(wire, q.load(self)?)?,
+                        Returns::Listed if wire.text => rows::text_listed(wire, q.load(self)?)?,
+                        Returns::Tagged if wire.text => rows::text_tagged(wire, q.load(self)?)?,
+                        Returns::Rows if key => Reply::Rows(
+                            q.load::<rows::KeyRow>(self)?
+                                .into_iter()
+                                .map(Into::into)
+                                .collect(),
+                        ),
+                        Returns::Rows => Reply::Rows(
+                            q.load::<rows::IntRow>(self)?
+                                .into_iter()
+                                .map(Into::into)
+                                .collect(),
+                        ),
+                        Returns::Parent => Reply::Parents(
+                            q.load::<rows::ParentRow>(self)?
+                                .into_iter()
+                                .map(Into::into)
+                                .collect(),
+                        ),
+                        Returns::Count => {
+                            Reply::Count(rows::count(&q.load::<rows::CountRow>(self)?))
+                        }
+                        Returns::Listed if key => rows::listed_key(q.load(self)?),
+                        Returns::Listed => rows::listed_int(q.load(self)?),
+                        Returns::Tagged if key => rows::tagged_key(q.load(self)?),
+                        Returns::Tagged => rows::tagged_int(q.load(self)?),
+                    })
+                })();
+                #[cfg(feature = "mysql")]
+                if kept && reply.is_err() && matches!($dialect, Dialect::Mysql) {
+                    forget_after_failure(self);
+                }
+                reply
             }
         }
     };

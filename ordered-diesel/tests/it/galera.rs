@@ -111,8 +111,9 @@ fn a_spec_without_a_version_column_is_refused_on_a_node() {
 /// Writes through node 1, reads through node 2 at once: `list` waits for node 2 to
 /// apply the write (its causal read), 200 times out of 200. A plain read of node 2
 /// right after the commit (no causal wait) is the control: it can see the list as it
-/// was, and the count of such reads is printed. Neither connection keeps a statement
-/// prepared: on a node a cached statement run after a brute-force abort never returned.
+/// was, and the count of such reads is printed. Both connections keep the library's
+/// statements prepared, its causal-wait probe among them: a kept statement still waits
+/// for the node to apply what came before.
 #[test]
 fn reads_through_one_node_see_writes_through_another() {
     use std::sync::Arc;
@@ -125,9 +126,11 @@ fn reads_through_one_node_see_writes_through_another() {
     for c in [&mut w, &mut r] {
         let n = Arc::clone(&cached);
         c.set_instrumentation(move |ev: diesel::connection::InstrumentationEvent<'_>| {
-            if let diesel::connection::InstrumentationEvent::CacheQuery { sql, .. } = ev {
+            // the causal-wait probe, kept
+            if let diesel::connection::InstrumentationEvent::CacheQuery { sql, .. } = ev
+                && sql.contains("wsrep_sync_wait")
+            {
                 n.fetch_add(1, Atomic::SeqCst);
-                eprintln!("kept prepared on a Galera node: {sql}");
             }
         });
     }
@@ -156,10 +159,9 @@ fn reads_through_one_node_see_writes_through_another() {
         assert_eq!(seen.len(), i + 1);
         assert_eq!(ord(&t).index_of(&mut r, id).unwrap(), 0);
     }
-    assert_eq!(
-        cached.load(Atomic::SeqCst),
-        0,
-        "statements kept prepared on a Galera node"
+    assert!(
+        cached.load(Atomic::SeqCst) > 0,
+        "the causal-wait probe was not kept prepared on a Galera node"
     );
     eprintln!(
         "galera causal reads: 200/200 fresh through the library; plain reads without the causal wait: {stale_plain}/100 stale"

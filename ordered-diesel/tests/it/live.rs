@@ -627,12 +627,10 @@ fn reported_id() {
     each_engine!(an_insert_that_reports_its_id_is_not_read_back);
 }
 
-/// On SQLite and PostgreSQL an operation's statements stay prepared on the connection:
-/// once each shape has been seen, further moves prepare nothing new (Diesel's statement
-/// cache; SQLite's own recompiles are avoided by the literal LIMITs `sql_text.rs`
-/// checks), and a table recreated by another connection is planned again by the engine.
-/// On MySQL/MariaDB nothing is kept: every statement is prepared anew, as `sql_query`
-/// does (see `conn::reusable`).
+/// On every engine an operation's statements stay prepared on the connection: once each
+/// shape has been seen, further moves prepare nothing new (Diesel's statement cache;
+/// SQLite's own recompiles are avoided by the literal LIMITs `sql_text.rs` checks), and
+/// a table recreated by another connection is planned again by the engine.
 fn statements_kept_prepared<C: TestConn>(_: ()) {
     use std::sync::atomic::{AtomicUsize, Ordering as Atomic};
     use std::sync::{Arc, Mutex};
@@ -675,60 +673,50 @@ fn statements_kept_prepared<C: TestConn>(_: ()) {
     let after_first = cached.load(Atomic::SeqCst);
     moves(&mut c);
     let after_second = cached.load(Atomic::SeqCst);
-    if C::DIALECT == ordered_diesel::Dialect::Mysql {
-        assert_eq!(
-            after_second,
-            0,
-            "{}: kept a statement prepared: {:?}",
-            C::name(),
-            kept()
-        );
+    assert!(after_first > 0, "{}: nothing was kept prepared", C::name());
+    assert_eq!(
+        after_second,
+        after_first,
+        "{}: moves of the same shapes prepared again: {:?}",
+        C::name(),
+        kept()
+    );
+    // another connection drops and creates the tables again (new relation ids on
+    // PostgreSQL): the statements this connection keeps are planned again by the
+    // engine against the new tables (MariaDB prepares them again itself), on
+    // PostgreSQL inside a caller's REPEATABLE READ transaction
+    let mut other = C::open(&t.db);
+    reset(&mut other, &t, &[ordered_diesel::Id::Int(1)]);
+    let fresh: Vec<_> = ["x", "y", "z"]
+        .into_iter()
+        .map(|name| add(&mut other, &t, 1.into(), Placement::Last, name))
+        .collect();
+    if C::DIALECT == ordered_diesel::Dialect::Postgres {
+        c.transaction::<_, Error, _>(|c| {
+            c.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")?;
+            ord(&t).move_after(c, fresh[0], fresh[2])?;
+            ord(&t).move_after(c, fresh[1], fresh[0])
+        })
     } else {
-        assert!(after_first > 0, "{}: nothing was kept prepared", C::name());
-        assert_eq!(
-            after_second,
-            after_first,
-            "{}: moves of the same shapes prepared again: {:?}",
-            C::name(),
-            kept()
-        );
-        // another connection drops and creates the tables again (new relation ids on
-        // PostgreSQL): the statements this connection keeps are planned again by the
-        // engine against the new tables, on PostgreSQL inside a caller's REPEATABLE READ
-        // transaction
-        let mut other = C::open(&t.db);
-        reset(&mut other, &t, &[ordered_diesel::Id::Int(1)]);
-        let fresh: Vec<_> = ["x", "y", "z"]
-            .into_iter()
-            .map(|name| add(&mut other, &t, 1.into(), Placement::Last, name))
-            .collect();
-        if C::DIALECT == ordered_diesel::Dialect::Postgres {
-            c.transaction::<_, Error, _>(|c| {
-                c.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")?;
-                ord(&t).move_after(c, fresh[0], fresh[2])?;
-                ord(&t).move_after(c, fresh[1], fresh[0])
-            })
-        } else {
-            ord(&t)
-                .move_after(&mut c, fresh[0], fresh[2])
-                .and_then(|_| ord(&t).move_after(&mut c, fresh[1], fresh[0]))
-        }
-        .unwrap_or_else(|e| panic!("{}: moves on recreated tables: {e}", C::name()));
-        // the same texts: the statements kept from before ran on the new tables
-        assert_eq!(
-            cached.load(Atomic::SeqCst),
-            after_second,
-            "{}: {:?}",
-            C::name(),
-            kept()
-        );
-        assert_eq!(
-            ids(&mut c, &t, 1.into()),
-            vec![fresh[2], fresh[0], fresh[1]],
-            "{}",
-            C::name()
-        );
+        ord(&t)
+            .move_after(&mut c, fresh[0], fresh[2])
+            .and_then(|_| ord(&t).move_after(&mut c, fresh[1], fresh[0]))
     }
+    .unwrap_or_else(|e| panic!("{}: moves on recreated tables: {e}", C::name()));
+    // the same texts: the statements kept from before ran on the new tables
+    assert_eq!(
+        cached.load(Atomic::SeqCst),
+        after_second,
+        "{}: {:?}",
+        C::name(),
+        kept()
+    );
+    assert_eq!(
+        ids(&mut c, &t, 1.into()),
+        vec![fresh[2], fresh[0], fresh[1]],
+        "{}",
+        C::name()
+    );
     drop_tables(&mut c, &t);
 }
 
@@ -795,4 +783,136 @@ fn rebalance_passes<C: TestConn>(_: ()) {
 #[test]
 fn rebalance() {
     each_engine!(rebalance_passes);
+}
+
+/// MySQL/MariaDB: the library's statements stay prepared, and one that an error ended
+/// after its rows' metadata (here a deadlock; a lock wait timeout or a Galera abort ends
+/// it the same way) runs again: the operation's retry, on the same connection, succeeds.
+/// With MariaDB Connector/C's statement left in its "fetching" state by that error
+/// (`conn::forget_after_failure`), the retry's first run of it waited for good; a
+/// watchdog kills this test's own connection by its id after a minute, so that the test
+/// fails instead.
+#[cfg(feature = "mysql")]
+#[test]
+fn a_kept_statement_that_failed_runs_again() {
+    use diesel::connection::{Connection, SimpleConnection};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as Atomic};
+    use std::sync::{Arc, mpsc};
+    use std::time::{Duration, Instant};
+    type C = diesel::MysqlConnection;
+    if !enabled("mysql") {
+        return;
+    }
+    let one = Id::Int(1);
+    let (mut c, t) = setup::<C>("live_kept_failed", &GAPPED, RebalancePolicy::Window, &[one]);
+    let items: Vec<Id> = ["a", "b", "c", "d"]
+        .into_iter()
+        .map(|n| add(&mut c, &t, one, Placement::Last, n))
+        .collect();
+    // a table of this test's own, that the other writer fills its transaction with: the
+    // heavier transaction, so that InnoDB picks this connection's as the victim
+    let side = format!("{}_side", t.items);
+    c.exec(&format!("DROP TABLE IF EXISTS `{side}`"));
+    c.exec(&format!(
+        "CREATE TABLE `{side}` (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=InnoDB"
+    ));
+    c.exec(&format!(
+        "INSERT INTO `{side}` SELECT seq, 0 FROM seq_1_to_500"
+    ));
+    let prepared = Arc::new(AtomicUsize::new(0));
+    let n = Arc::clone(&prepared);
+    c.set_instrumentation(move |ev: diesel::connection::InstrumentationEvent<'_>| {
+        if let diesel::connection::InstrumentationEvent::CacheQuery { .. } = ev {
+            n.fetch_add(1, Atomic::SeqCst);
+        }
+    });
+    // the statements of a move to the end are kept
+    ord(&t).move_to_end(&mut c, items[0]).unwrap();
+    assert!(
+        prepared.load(Atomic::SeqCst) > 0,
+        "nothing was kept prepared"
+    );
+    let me = count(&mut c, "SELECT CAST(CONNECTION_ID() AS SIGNED) AS o_count");
+
+    let done = Arc::new(AtomicBool::new(false));
+    let watchdog = {
+        let (done, db) = (Arc::clone(&done), t.db.clone());
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(60) {
+                if done.load(Atomic::SeqCst) {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let mut w = C::open(&db);
+            let _ = w.batch_execute(&format!("KILL {me}"));
+            true
+        })
+    };
+    let (held, wait_held) = mpsc::channel();
+    let other = {
+        let (db, t, side) = (t.db.clone(), t.clone(), side.clone());
+        // the warm-up moved the first item to the end
+        let last = items[0];
+        std::thread::spawn(move || {
+            let mut b = C::open(&db);
+            b.exec("BEGIN");
+            b.exec(&format!("UPDATE `{side}` SET v = v + 1"));
+            // the last row: the library's read of the moved item's new neighbour waits
+            // here, after the read has sent the moved item's row
+            b.exec(&format!(
+                "UPDATE `{}` SET title = CONCAT(title, '') WHERE id = {last}",
+                t.items
+            ));
+            held.send(()).unwrap();
+            // once that read waits, ask for the parent row it holds: a deadlock
+            let start = Instant::now();
+            loop {
+                // (MariaDB 10.11's innodb_trx does not list a transaction waiting in a
+                // UNION: the processlist shows the read)
+                let waiting = count(
+                    &mut b,
+                    &format!(
+                        "SELECT COUNT(*) AS o_count FROM information_schema.processlist \
+                         WHERE id = {me} AND command = 'Execute' AND info LIKE '%UNION ALL%'"
+                    ),
+                );
+                if waiting > 0 || start.elapsed() > Duration::from_secs(20) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let won = b
+                .batch_execute(&format!(
+                    "UPDATE `{}` SET name = name WHERE id = 1",
+                    t.parents
+                ))
+                .is_ok();
+            b.exec("ROLLBACK");
+            won
+        })
+    };
+    wait_held.recv().unwrap();
+    let before = prepared.load(Atomic::SeqCst);
+    let moved = ord(&t).move_to_end(&mut c, items[1]);
+    done.store(true, Atomic::SeqCst);
+    let killed = watchdog.join().unwrap();
+    let other_won = other.join().unwrap();
+    assert!(
+        !killed,
+        "the retry hung on a kept statement: its connection was killed"
+    );
+    let moved = moved.unwrap_or_else(|e| panic!("move after the deadlock: {e}"));
+    // the deadlock happened, and this connection was its victim
+    assert!(other_won, "the other writer was the deadlock's victim");
+    assert!(moved.attempts >= 2, "no retry, so no deadlock: {moved:?}");
+    // the failure closed the kept statements: the retry prepared them again
+    assert!(prepared.load(Atomic::SeqCst) > before);
+    let want = [items[0], items[1]];
+    let listed = ids(&mut c, &t, one);
+    assert_eq!(&listed[2..], &want[..], "{listed:?}");
+    sound(&mut c, &t, one);
+    c.exec(&format!("DROP TABLE IF EXISTS `{side}`"));
+    drop_tables(&mut c, &t);
 }
