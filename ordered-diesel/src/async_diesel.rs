@@ -152,7 +152,9 @@ macro_rules! async_server_connection {
                 use diesel_async::RunQueryDsl;
                 use ordered_core::Returns;
 
-                let q = rows::raw(stmt, crate::conn::reusable($dialect, stmt))?;
+                // not on MySQL: see `conn::reusable`
+                let kept = !matches!($dialect, Dialect::Mysql) && crate::conn::reusable(stmt);
+                let q = rows::raw(stmt, kept)?;
                 let key = wire.key;
                 Ok(match stmt.returns {
                     Returns::Nothing => Reply::Affected(q.execute(self).await? as u64),

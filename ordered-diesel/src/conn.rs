@@ -479,14 +479,16 @@ const REUSABLE_BINDS: usize = 16;
 /// REPEATABLE READ transaction too, MariaDB re-prepares it: `live::prepared`).
 ///
 /// On MySQL/MariaDB a kept statement that failed is not run again: see
-/// [`forget_after_failure`].
+/// [`forget_after_failure`]. diesel-async's `AsyncMysqlConnection` (mysql_async, not the
+/// C client) keeps nothing: the deadlock test that shows the reset works is the sync
+/// adapter's, and no test shows that a kept mysql_async statement runs again after one.
 #[cfg(any(
     feature = "postgres",
     feature = "mysql",
     feature = "sqlite",
     feature = "async"
 ))]
-pub(crate) fn reusable(_: Dialect, stmt: &Statement) -> bool {
+pub(crate) fn reusable(stmt: &Statement) -> bool {
     stmt.args.len() <= REUSABLE_BINDS
 }
 
@@ -523,7 +525,7 @@ macro_rules! ordered_connection {
                 use diesel::RunQueryDsl;
                 use ordered_core::Returns;
 
-                let kept = reusable($dialect, stmt);
+                let kept = reusable(stmt);
                 let q = rows::raw(stmt, kept)?;
                 let key = wire.key;
                 let reply = (|| {

@@ -85,6 +85,17 @@
 //! `interact`), or use [`async_diesel`] over diesel-async (features `async-*`), whose
 //! retries sleep on tokio's timer.
 //!
+//! # Prepared statements
+//! The library's statements of a fixed shape stay in the connection's prepared
+//! statement cache (Diesel's, keyed by their text), so a move prepares nothing after
+//! the first one of its kind. On MySQL/MariaDB, when one of them fails (a deadlock, a
+//! lock wait timeout, a Galera abort), the library empties that cache and sets it back
+//! to `CacheSize::Unbounded`, Diesel's default: MariaDB Connector/C cannot run a
+//! statement again whose rows ended in an error (its next execute waits for good), and
+//! closing every statement is the one way Diesel offers to drop it. A connection you set
+//! to `CacheSize::Disabled` is caching again after such a failure; your own statements
+//! are prepared once more on their next run.
+//!
 //! PostgreSQL note: the generated unique constraint is `DEFERRABLE INITIALLY IMMEDIATE`
 //! (relabels are single statements), and PostgreSQL refuses such a constraint as an
 //! `ON CONFLICT` arbiter: upserts on the items table must name another target, e.g.
