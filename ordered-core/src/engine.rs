@@ -356,6 +356,9 @@ enum Awaiting {
     LockRow(Id),
     /// The lock of the parent of the request's item ([`sql::lock_parent_of`]).
     LockOf,
+    /// A lock that was the bump ([`sql::lock_by_bump`]): the count of rows updated;
+    /// the version comes with the fused read.
+    Bumped(Id),
     /// A fused read of these parts ([`sql::fused`]).
     Fused(Vec<sql::Probe>),
     Write,
@@ -393,6 +396,9 @@ pub struct Operation {
     primary_key: Option<Id>,
     /// `(parent key, version)` of every parent row locked.
     versions: Vec<(Id, i64)>,
+    /// Parent rows locked by their bump ([`sql::lock_by_bump`]) whose version the first
+    /// read under the lock returns ([`sql::Probe::Version`]).
+    unread_versions: Vec<Id>,
     plan: Option<Plan>,
     statements: u32,
     log: Option<Statement>,
@@ -427,6 +433,7 @@ impl Operation {
             primary: None,
             primary_key: None,
             versions: Vec::new(),
+            unread_versions: Vec::new(),
             plan: None,
             statements: 0,
             log: None,
@@ -523,6 +530,11 @@ impl Operation {
                 },
                 other => return Err(unexpected("parent rows", &other)),
             },
+            Awaiting::Bumped(p) => match reply {
+                Reply::Affected(0) => return Err(Error::ParentNotFound { parent: p }),
+                Reply::Affected(_) => {}
+                other => return Err(unexpected("a count of rows", &other)),
+            },
             Awaiting::LockRow(p) => match reply {
                 Reply::Count(v) => self.versions.push((p, v)),
                 other => return Err(unexpected("a count", &other)),
@@ -550,6 +562,18 @@ impl Operation {
             },
             Awaiting::Fused(probes) => match reply {
                 Reply::Tagged(rows) => {
+                    let versions = sql::fused_versions(&probes, &rows);
+                    for p in std::mem::take(&mut self.unread_versions) {
+                        match versions.iter().find(|(q, _)| *q == p) {
+                            Some(&v) => self.versions.push(v),
+                            // the row this transaction has locked and updated
+                            None => {
+                                return Err(Error::Inconsistent(format!(
+                                    "the parent row {p} this operation locked was not read back"
+                                )));
+                            }
+                        }
+                    }
                     for (read, rows) in sql::fused_reads(&probes, rows) {
                         self.reads.insert(read, rows);
                     }
@@ -663,6 +687,11 @@ impl Operation {
                         let bump = !self.controls.skip_version_bump;
                         for &p in &ps {
                             let bump = bump && !(self.tree_lock && p == Id::ROOT);
+                            if let Some(s) = sql::lock_by_bump(self.dialect, &self.spec, p, bump) {
+                                self.queue.push_back((s, Awaiting::Bumped(p)));
+                                self.unread_versions.push(p);
+                                continue;
+                            }
                             let stmts = sql::lock_parent(self.dialect, &self.spec, p, bump);
                             for s in stmts {
                                 let aw = match s.returns {
@@ -683,7 +712,12 @@ impl Operation {
                     if !self.item_checked {
                         self.item_checked = true;
                         self.reads.clear();
-                        let probes = self.probes();
+                        let mut probes = self.probes();
+                        probes.extend(
+                            self.unread_versions
+                                .iter()
+                                .map(|&parent| sql::Probe::Version { parent }),
+                        );
                         match probes.as_slice() {
                             [] => {}
                             [one] if one.read().is_some() => {

@@ -214,11 +214,18 @@ fn a_move_that_locks_nothing_says_whether_the_item_or_its_parent_is_missing() {
         let mut op = Operation::new(SPEC, d, req.clone());
         execute(op.next(Reply::None));
         execute(op.next(Reply::Parents(vec![])));
-        // the item is in parent 5, which the plain lock does not find either
+        // the item is in parent 5, which the plain lock does not find either (on
+        // MySQL that lock is the bump, which updates no row)
         let lock = execute(op.next(Reply::Rows(vec![row(2, 5, 1024)])));
-        assert_eq!(lock.returns, Returns::Parent);
+        let missing = if d == Dialect::Mysql {
+            assert_eq!(lock.returns, Returns::Nothing);
+            Reply::Affected(0)
+        } else {
+            assert_eq!(lock.returns, Returns::Parent);
+            Reply::Parents(vec![])
+        };
         assert_eq!(
-            op.next(Reply::Parents(vec![])).unwrap_err(),
+            op.next(missing).unwrap_err(),
             Error::ParentNotFound { parent: Id::Int(5) }
         );
     }
@@ -318,13 +325,15 @@ fn galera_insert(replicated: i64) -> (Vec<Statement>, Result<Action, Error>) {
     let mut seen = Vec::new();
     let mark = execute(op.next(Reply::None));
     seen.push(mark.clone());
+    // on MySQL an insert's lock is the bump; its version comes with the fused read
     let lock = execute(op.next(Reply::Affected(0)));
+    assert_eq!(lock.returns, Returns::Nothing);
     seen.push(lock);
-    let bump = execute(op.next(Reply::Parents(vec![(Id::Int(1), 0)])));
-    seen.push(bump);
-    let tail = execute(op.next(Reply::Affected(1)));
-    seen.push(tail);
-    match op.next(Reply::Rows(vec![])) {
+    let fused = execute(op.next(Reply::Affected(1)));
+    assert_eq!(fused.returns, Returns::Tagged);
+    seen.push(fused);
+    // the edge (no rows) is part 0, the parent's version before the bump part 1
+    match op.next(Reply::Tagged(vec![(1, row(1, 1, 6))])) {
         Ok(Action::Insert { .. }) => {}
         other => panic!("expected the caller's insert, got {other:?}"),
     }
@@ -348,11 +357,14 @@ fn galera_insert(replicated: i64) -> (Vec<Statement>, Result<Action, Error>) {
 fn galera_brackets_the_transaction_with_the_replication_check() {
     let (seen, done) = galera_insert(1);
     assert_eq!(seen[0], sql::galera::mark());
-    assert!(seen[1].sql.contains("FOR UPDATE"));
+    assert!(seen[1].sql.starts_with("UPDATE"), "{}", seen[1].sql);
+    assert!(seen[2].sql.contains("FOR UPDATE"), "{}", seen[2].sql);
     assert_eq!(seen.last(), Some(&sql::galera::intact()));
     let Ok(Action::Done(outcome)) = done else {
         panic!("expected the end, got {done:?}");
     };
+    // the version read back under the lock, plus the bump
+    assert_eq!(outcome.version, Some(7));
     let ids: Vec<_> = outcome
         .changes
         .rows
@@ -663,4 +675,83 @@ fn root_lists_read_is_null_and_links_name_both_key_columns() {
         op.next(Reply::None),
         Err(Error::WrongLinkKey { .. })
     ));
+}
+
+/// On MySQL a lock by the parent's key is the bump itself, and the version the parent
+/// had comes back as one more part of the first read under the lock: a statement
+/// fewer than the locking read and the bump. For a key strategy the part hands the
+/// version back as text, where the position goes. A table on the text wire (UUID keys)
+/// keeps the locking read and the bump.
+#[test]
+fn a_mysql_lock_by_key_is_the_bump_and_the_fused_read_returns_the_version() {
+    static KEYS: ordered_core::Fractional = ordered_core::Fractional::DEFAULT;
+    let insert = Request::Insert {
+        parent: Id::Int(1),
+        at: Placement::Last,
+    };
+    for (spec, version) in [
+        (SPEC, Position::Int(6)),
+        (SPEC.with_strategy(&KEYS), Position::Key("6".into())),
+    ] {
+        let mut op = Operation::new(spec, Dialect::Mysql, insert.clone());
+        let lock = execute(op.next(Reply::None));
+        assert_eq!(
+            lock,
+            sql::lock_by_bump(Dialect::Mysql, &spec, Id::Int(1), true).unwrap()
+        );
+        assert!(
+            lock.sql
+                .starts_with("UPDATE `parents` SET `version` = `version` + 1")
+        );
+        let fused = execute(op.next(Reply::Affected(1)));
+        assert_eq!(fused.returns, Returns::Tagged);
+        assert!(
+            fused
+                .sql
+                .contains("FROM `parents` WHERE `id` = ? FOR UPDATE"),
+            "{}",
+            fused.sql
+        );
+        let version_row = Row {
+            id: Id::Int(1),
+            parent: Id::Int(1),
+            position: version,
+        };
+        match op.next(Reply::Tagged(vec![(1, version_row)])) {
+            Ok(Action::Insert { .. }) => {}
+            other => panic!("expected the caller's insert, got {other:?}"),
+        }
+        let done = op.next(Reply::InsertedId(Id::Int(42)));
+        let Ok(Action::Done(outcome)) = done else {
+            panic!("expected the end, got {done:?}");
+        };
+        assert_eq!(outcome.version, Some(7));
+        assert_eq!(outcome.changes.versions[0].version, 7);
+    }
+    // a parent row the bump did not find: ParentNotFound, before any read
+    let mut op = Operation::new(SPEC, Dialect::Mysql, insert.clone());
+    execute(op.next(Reply::None));
+    assert_eq!(
+        op.next(Reply::Affected(0)).unwrap_err(),
+        Error::ParentNotFound { parent: Id::Int(1) }
+    );
+    // UUID keys: the locking read and the bump, as before
+    let uuid = SPEC
+        .with_id_type(ordered_core::KeyType::Uuid)
+        .with_parent_type(ordered_core::KeyType::Uuid);
+    let board = Id::Uuid(ordered_core::id::Uuid::from_u128(1));
+    assert!(sql::lock_by_bump(Dialect::Mysql, &uuid, board, true).is_none());
+    let mut op = Operation::new(
+        uuid,
+        Dialect::Mysql,
+        Request::Insert {
+            parent: board,
+            at: Placement::Last,
+        },
+    );
+    assert_eq!(execute(op.next(Reply::None)).returns, Returns::Parent);
+    // and neither PostgreSQL nor SQLite, whose lock is one statement already
+    for d in [Dialect::Postgres, Dialect::Sqlite] {
+        assert!(sql::lock_by_bump(d, &SPEC, Id::Int(1), true).is_none());
+    }
 }

@@ -1,7 +1,7 @@
 //! The connections the library runs on.
 
 use diesel::connection::{AnsiTransactionManager, Connection};
-use diesel::result::QueryResult;
+use diesel::result::{Error as DieselError, QueryResult};
 use ordered_core::{Dialect, Reply, Statement, Wire};
 
 mod sealed {
@@ -29,6 +29,69 @@ pub trait OrderedConnection:
     /// Executes one statement and decodes its result as `wire` says.
     #[doc(hidden)]
     fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply>;
+}
+
+/// Opens the library's own transaction: `AlreadyInTransaction` inside the caller's.
+///
+/// On MySQL/MariaDB and SQLite it runs [`ordered_core::sql::begin_statements`] as kept
+/// prepared statements (one round trip each on MySQL, where Diesel's text `BEGIN` is
+/// three; no compile on SQLite) and records the transaction in Diesel's transaction
+/// manager as `begin_transaction_sql` does, so that the caller's code run inside it
+/// (an insert) nests savepoints as usual. Diesel's instrumentation then sees the
+/// statements, not a `BeginTransaction` event. On PostgreSQL, where Diesel's text
+/// `BEGIN` is one round trip already, it is Diesel's.
+pub(crate) fn begin_own<C: OrderedConnection>(conn: &mut C) -> QueryResult<()> {
+    use diesel::connection::TransactionDepthChange;
+    if C::DIALECT == Dialect::Postgres {
+        return AnsiTransactionManager::begin_transaction_sql(conn, C::BEGIN);
+    }
+    valid_status(conn).and_then(|s| match s.transaction_depth() {
+        Some(_) => Err(DieselError::AlreadyInTransaction),
+        None => Ok(()),
+    })?;
+    for sql in ordered_core::sql::begin_statements(C::DIALECT) {
+        conn.run(&ordered_core::sql::command(sql), Wire::PLAIN)?;
+    }
+    valid_status(conn)?.change_transaction_depth(TransactionDepthChange::IncreaseDepth)
+}
+
+/// Commits the library's own transaction ([`begin_own`]): `COMMIT` as a kept statement
+/// on MySQL/MariaDB and SQLite. As Diesel's `commit_transaction` does, a failed `COMMIT`
+/// is followed by a `ROLLBACK`, and the connection is marked broken if that fails too.
+pub(crate) fn commit_own<C: OrderedConnection>(conn: &mut C) -> QueryResult<()> {
+    use diesel::connection::{TransactionDepthChange, TransactionManager};
+    if C::DIALECT == Dialect::Postgres {
+        return AnsiTransactionManager::commit_transaction(conn);
+    }
+    match conn.run(
+        &ordered_core::sql::command(ordered_core::sql::COMMIT),
+        Wire::PLAIN,
+    ) {
+        Ok(_) => {
+            valid_status(conn)?.change_transaction_depth(TransactionDepthChange::DecreaseDepth)
+        }
+        Err(commit_error) => match AnsiTransactionManager::rollback_transaction(conn) {
+            Ok(()) => Err(commit_error),
+            Err(rollback_error) => {
+                AnsiTransactionManager::transaction_manager_status_mut(conn).set_in_error();
+                Err(DieselError::RollbackErrorOnCommit {
+                    rollback_error: Box::new(rollback_error),
+                    commit_error: Box::new(commit_error),
+                })
+            }
+        },
+    }
+}
+
+/// Diesel's transaction state of `conn`, or `BrokenTransactionManager`.
+fn valid_status<C: OrderedConnection>(
+    conn: &mut C,
+) -> QueryResult<&mut diesel::connection::ValidTransactionManagerStatus> {
+    use diesel::connection::{TransactionManager, TransactionManagerStatus};
+    match AnsiTransactionManager::transaction_manager_status_mut(conn) {
+        TransactionManagerStatus::Valid(s) => Ok(s),
+        TransactionManagerStatus::InError => Err(DieselError::BrokenTransactionManager),
+    }
 }
 
 /// The row shapes of [`ordered_core::Returns`] and the query with its binds, shared by
@@ -332,23 +395,25 @@ pub(crate) mod rows {
     /// statement cache (`reuse`, see [`reusable`](super::reusable)): keyed by its text and
     /// bind types, a statement of a fixed shape is then prepared once per connection.
     #[derive(Debug, Clone)]
-    pub(crate) struct Raw {
-        /// The text between placeholders (one more part than binds).
-        parts: Vec<String>,
-        args: Vec<Arg>,
+    pub(crate) struct Raw<'s> {
+        /// The text between placeholders (one more part than binds), borrowed from the
+        /// statement, as are the binds: an operation builds a handful of statements, and
+        /// on SQLite, where each runs in microseconds, copying them showed.
+        parts: Vec<&'s str>,
+        args: &'s [Arg],
         reuse: bool,
     }
 
-    impl diesel::query_builder::QueryId for Raw {
+    impl diesel::query_builder::QueryId for Raw<'_> {
         type QueryId = ();
         const HAS_STATIC_QUERY_ID: bool = false;
     }
 
-    impl diesel::query_builder::Query for Raw {
+    impl diesel::query_builder::Query for Raw<'_> {
         type SqlType = diesel::sql_types::Untyped;
     }
 
-    impl<DB> diesel::query_builder::QueryFragment<DB> for Raw
+    impl<DB> diesel::query_builder::QueryFragment<DB> for Raw<'_>
     where
         DB: Backend + HasSqlType<BigInt> + HasSqlType<Text> + HasSqlType<Binary>,
         i64: ToSql<BigInt, DB>,
@@ -375,12 +440,12 @@ pub(crate) mod rows {
         }
     }
 
-    impl<C> diesel::RunQueryDsl<C> for Raw {}
+    impl<C> diesel::RunQueryDsl<C> for Raw<'_> {}
 
     /// `stmt` as a Diesel query with its typed binds: the statement's own placeholders
     /// (`$n` on PostgreSQL, `?` elsewhere, in bind order, never inside a quoted name or
     /// a string literal) are where Diesel puts its own.
-    pub(crate) fn raw(stmt: &Statement, reuse: bool) -> QueryResult<Raw> {
+    pub(crate) fn raw(stmt: &Statement, reuse: bool) -> QueryResult<Raw<'_>> {
         let parts = split_placeholders(&stmt.sql);
         if parts.len() != stmt.args.len() + 1 {
             return Err(DieselError::QueryBuilderError(
@@ -395,13 +460,13 @@ pub(crate) mod rows {
         }
         Ok(Raw {
             parts,
-            args: stmt.args.clone(),
+            args: &stmt.args,
             reuse,
         })
     }
 
     /// The text around the placeholders of `sql`: `?`, or `$` and digits, outside quotes.
-    fn split_placeholders(sql: &str) -> Vec<String> {
+    fn split_placeholders(sql: &str) -> Vec<&str> {
         let bytes = sql.as_bytes();
         let mut parts = Vec::new();
         let mut start = 0;
@@ -415,11 +480,11 @@ pub(crate) mod rows {
                 Some(_) => {}
                 None if matches!(c, b'\'' | b'"' | b'`') => quote = Some(c),
                 None if c == b'?' => {
-                    parts.push(sql[start..i].to_owned());
+                    parts.push(&sql[start..i]);
                     start = i + 1;
                 }
                 None if c == b'$' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) => {
-                    parts.push(sql[start..i].to_owned());
+                    parts.push(&sql[start..i]);
                     let mut j = i + 1;
                     while bytes.get(j).is_some_and(u8::is_ascii_digit) {
                         j += 1;
@@ -432,7 +497,7 @@ pub(crate) mod rows {
             }
             i += 1;
         }
-        parts.push(sql[start..].to_owned());
+        parts.push(&sql[start..]);
         parts
     }
 

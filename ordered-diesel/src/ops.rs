@@ -179,7 +179,7 @@ impl Ordering {
                 Err(e) => Err(Error::from(e)),
                 Ok(galera) => {
                     attempts.use_policy(self.s.retry_on(galera));
-                    match AnsiTransactionManager::begin_transaction_sql(conn, C::BEGIN) {
+                    match crate::conn::begin_own(conn) {
                         Ok(()) => self.own_transaction(
                             conn,
                             req,
@@ -228,7 +228,7 @@ impl Ordering {
         let mut locked = None;
         let e = match self.drive(conn, req, insert, hook, galera, &mut locked) {
             Ok(v) => {
-                return match AnsiTransactionManager::commit_transaction(conn) {
+                return match crate::conn::commit_own(conn) {
                     // a cluster that aborted the transaction may still answer COMMIT with
                     // success; the GTID tells whether it wrote anything
                     Ok(()) if galera => {

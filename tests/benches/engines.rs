@@ -18,6 +18,10 @@
 //! - a relabel of the whole collection against a bare `UPDATE` of the same rows;
 //! - 16 writers on 16 parents against 16 writers on one parent.
 //!
+//! `ORDERED_ENGINES=mysql` (comma-separated) runs only those engines and
+//! `ORDERED_BENCH_SIZES=10000` only those sizes (for the SeaORM and diesel-async rows too,
+//! and the largest is the relabel's), to measure one cell again.
+//!
 //! Writes `target/ordered-bench.md`, `target/ordered-bench-rows.svg` and
 //! `target/ordered-bench-latency.svg`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
@@ -611,9 +615,10 @@ fn seaorm_rows<C: BenchConn>(
         Err(e) => panic!("tokio: {e}"),
     };
     let db = rt.block_on(sea_orm::Database::connect(sea_url)).unwrap();
-    let sizes: &[usize] = if quick { &[1_000] } else { &[1_000, 10_000] };
+    let sizes = bench_sizes(if quick { &[1_000] } else { &[1_000, 10_000] });
+    let sizes: Vec<usize> = sizes.into_iter().filter(|&n| n <= 10_000).collect();
     let ops = if quick { 20 } else { 200 };
-    for &size in sizes {
+    for &size in &sizes {
         for workload in ["random", "hot gap", "move to front"] {
             let s = spec("m", &GAPPED);
             let ids = prepare(c, &s, size, 1);
@@ -724,9 +729,10 @@ where
         rt.block_on(conn.batch_execute("PRAGMA busy_timeout = 5000"))
             .unwrap();
     }
-    let sizes: &[usize] = if quick { &[1_000] } else { &[1_000, 10_000] };
+    let sizes = bench_sizes(if quick { &[1_000] } else { &[1_000, 10_000] });
+    let sizes: Vec<usize> = sizes.into_iter().filter(|&n| n <= 10_000).collect();
     let ops = if quick { 20 } else { 200 };
-    for &size in sizes {
+    for &size in &sizes {
         for workload in ["random", "hot gap", "move to front"] {
             let s = spec("m", &GAPPED);
             let ids = prepare(c, &s, size, 1);
@@ -781,6 +787,22 @@ where
     }
 }
 
+/// The list sizes to run: `ORDERED_BENCH_SIZES=10000,100000` (comma-separated) instead
+/// of `default`, to measure one size again without the whole run.
+fn bench_sizes(default: &[usize]) -> Vec<usize> {
+    match std::env::var("ORDERED_BENCH_SIZES") {
+        Ok(v) => v
+            .split(',')
+            .map(|x| {
+                x.trim()
+                    .parse()
+                    .unwrap_or_else(|e| panic!("ORDERED_BENCH_SIZES={v}: {e}"))
+            })
+            .collect(),
+        Err(_) => default.to_vec(),
+    }
+}
+
 fn matrix<C: BenchConn>(
     engine: &'static str,
     url: &str,
@@ -789,11 +811,12 @@ fn matrix<C: BenchConn>(
     out: &mut Vec<Row>,
     extra: &mut String,
 ) {
-    let sizes: &[usize] = if quick {
+    let sizes = bench_sizes(if quick {
         &[1_000]
     } else {
         &[1_000, 10_000, 100_000]
-    };
+    });
+    let sizes = sizes.as_slice();
     let ops = if quick { 20 } else { 200 };
     let mut c = C::open(url);
     count_statements(&mut c);
@@ -1123,14 +1146,35 @@ fn main() {
     );
     let sqlite = sqlite_path.to_str().unwrap();
     let sqlite_sea = format!("sqlite://{sqlite}?mode=rwc");
-    matrix::<diesel::SqliteConnection>("sqlite", sqlite, &sqlite_sea, quick, &mut rows, &mut extra);
-    if let Ok(url) = std::env::var("ORDERED_PG_URL") {
+    // ORDERED_ENGINES=mysql,postgres (as in the tests): only those engines
+    let only = std::env::var("ORDERED_ENGINES").ok();
+    let wanted = |e: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|x| x.trim() == e))
+    };
+    if wanted("sqlite") {
+        matrix::<diesel::SqliteConnection>(
+            "sqlite",
+            sqlite,
+            &sqlite_sea,
+            quick,
+            &mut rows,
+            &mut extra,
+        );
+    } else {
+        eprintln!("skipped sqlite: not in ORDERED_ENGINES");
+    }
+    if !wanted("postgres") {
+        eprintln!("skipped postgres: not in ORDERED_ENGINES");
+    } else if let Ok(url) = std::env::var("ORDERED_PG_URL") {
         matrix::<diesel::PgConnection>("postgres", &url, &url, quick, &mut rows, &mut extra);
     } else {
         eprintln!("skipped postgres: ORDERED_PG_URL is not set");
     }
     #[cfg(feature = "mysql")]
-    if let Ok(url) = std::env::var("ORDERED_MYSQL_URL") {
+    if !wanted("mysql") {
+        eprintln!("skipped mysql: not in ORDERED_ENGINES");
+    } else if let Ok(url) = std::env::var("ORDERED_MYSQL_URL") {
         matrix::<diesel::MysqlConnection>("mysql", &url, &url, quick, &mut rows, &mut extra);
     } else {
         eprintln!("skipped mysql: ORDERED_MYSQL_URL is not set");

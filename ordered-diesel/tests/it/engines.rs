@@ -485,3 +485,101 @@ fn nested<C: TestConn>(_: ()) {
 fn works_inside_the_callers_transaction() {
     each_engine!(nested);
 }
+
+/// The library's own transaction, which it opens and commits with kept statements on
+/// MySQL/MariaDB and SQLite instead of Diesel's text `BEGIN`: Diesel's transaction
+/// manager sees it (the caller's insert runs at depth 1 and nests a savepoint), the
+/// engine is really inside a transaction, at READ COMMITTED on the servers, and after a
+/// commit, a refusal and a failed insert the connection is back at depth 0 and usable
+/// with Diesel's own `transaction`.
+fn own_transaction<C: TestConn>(_: ()) {
+    use diesel::connection::{AnsiTransactionManager, TransactionManager};
+    fn depth<C: TestConn>(c: &mut C) -> Option<u32> {
+        AnsiTransactionManager::transaction_manager_status_mut(c)
+            .transaction_depth()
+            .unwrap()
+            .map(std::num::NonZeroU32::get)
+    }
+    let (mut c, t) = setup::<C>(
+        "own_tx",
+        &GAPPED,
+        RebalancePolicy::Window,
+        &[ordered_diesel::Id::Int(1)],
+    );
+    let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
+    let inserted = ord(&t)
+        .insert_last(&mut c, 1, |c: &mut C, slot| {
+            assert_eq!(depth(c), Some(1), "{}", C::name());
+            match C::DIALECT {
+                ordered_diesel::Dialect::Mysql => {
+                    assert_eq!(count(c, "SELECT @@in_transaction AS o_count"), 1);
+                    // the lock statement has started InnoDB's transaction by now
+                    assert_eq!(
+                        count(
+                            c,
+                            "SELECT COUNT(*) AS o_count FROM information_schema.innodb_trx \
+                             WHERE trx_mysql_thread_id = CONNECTION_ID() \
+                             AND trx_isolation_level = 'READ COMMITTED'"
+                        ),
+                        1
+                    );
+                }
+                ordered_diesel::Dialect::Postgres => assert_eq!(
+                    count(
+                        c,
+                        "SELECT CAST(CASE WHEN current_setting('transaction_isolation') = 'read committed' THEN 1 ELSE 0 END AS BIGINT) AS o_count"
+                    ),
+                    1
+                ),
+                ordered_diesel::Dialect::Sqlite => {}
+            }
+            // the caller's own nested transaction is a savepoint of the library's
+            let nested: Result<(), diesel::result::Error> = c.transaction(|c| {
+                assert_eq!(depth(c), Some(2));
+                Err(diesel::result::Error::RollbackTransaction)
+            });
+            assert!(nested.is_err());
+            assert_eq!(depth(c), Some(1));
+            c.insert_item(&t, "b", &slot)
+        })
+        .unwrap()
+        .value;
+    assert_eq!(depth(&mut c), None, "{}", C::name());
+    // a second connection sees the commit: it is not left open on this one
+    let mut other = C::open(&t.db);
+    assert_eq!(
+        ids(&mut other, &t, ordered_diesel::Id::Int(1)),
+        [a, inserted]
+    );
+    // a refusal and a failed insert end the transaction too, with nothing kept
+    assert!(ord(&t).move_after(&mut c, a, a).is_err());
+    assert_eq!(depth(&mut c), None);
+    let failed = ord(&t).insert_first(&mut c, 1, |c: &mut C, slot| {
+        c.insert_item(&t, "c", &slot)?;
+        Err::<ordered_diesel::Id, _>(diesel::result::Error::RollbackTransaction)
+    });
+    assert!(failed.is_err());
+    assert_eq!(depth(&mut c), None);
+    assert_eq!(
+        ids(&mut other, &t, ordered_diesel::Id::Int(1)),
+        [a, inserted]
+    );
+    // and Diesel's own transactions run as before
+    c.transaction::<_, diesel::result::Error, _>(|c| {
+        assert_eq!(depth(c), Some(1));
+        ord(&t).move_to_start(c, inserted)?;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(
+        ids(&mut other, &t, ordered_diesel::Id::Int(1)),
+        [inserted, a]
+    );
+    drop(other);
+    drop_tables(&mut c, &t);
+}
+
+#[test]
+fn the_librarys_own_transaction_is_one_diesel_knows() {
+    each_engine!(own_transaction);
+}

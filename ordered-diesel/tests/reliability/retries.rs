@@ -231,7 +231,11 @@ fn r1<C: TestConn>(_: ()) {
         .lock()
         .unwrap()
         .iter()
-        .filter(|s| s.to_uppercase().contains("BEGIN"))
+        .filter(|s| {
+            // MySQL's own transaction starts with `START TRANSACTION`
+            let u = s.to_uppercase();
+            u.contains("BEGIN") || u.contains("START TRANSACTION")
+        })
         .count();
     assert_eq!(begins, 1, "R1: VersionConflict was retried");
     tally.error(&e);
@@ -288,6 +292,10 @@ impl Proxy {
                 let (m, k) = (Arc::clone(&m), Arc::clone(&k));
                 std::thread::spawn(move || {
                     let mut buf = [0u8; 16384];
+                    // MySQL: the library's COMMIT is a prepared statement; on a fresh
+                    // connection its COM_STMT_PREPARE (0x16) goes by first, and the
+                    // client's next packet, a COM_STMT_EXECUTE (0x17), is the COMMIT
+                    let mut commit_prepared = false;
                     while let Ok(n) = c_in.read(&mut buf) {
                         if n == 0 {
                             break;
@@ -296,9 +304,12 @@ impl Proxy {
                         // the COMMIT statement alone: PostgreSQL's simple query
                         // ends it with a NUL, MySQL's COM_QUERY starts it with 0x03
                         // (and "BEGIN ISOLATION LEVEL READ COMMITTED" must not match)
-                        let commit = chunk
-                            .windows(7)
-                            .any(|w| w == b"COMMIT\0" || w == b"\x03COMMIT");
+                        let executed = commit_prepared && chunk.get(4) == Some(&0x17);
+                        commit_prepared = chunk.ends_with(b"\x16COMMIT");
+                        let commit = executed
+                            || chunk
+                                .windows(7)
+                                .any(|w| w == b"COMMIT\0" || w == b"\x03COMMIT");
                         let mode = m.load(AtomicOrdering::SeqCst);
                         if commit && mode != PASS {
                             k.fetch_add(1, AtomicOrdering::SeqCst);
