@@ -1,5 +1,5 @@
 // The reference side of ordered-core's `reference` benchmark: the same three patterns
-// (append, random gap, hot gap; 10,000 keys each, median of 5 runs) through Rocicorp's
+// (append, random gap, hot gap; 10,000 keys each, median of 21 runs) through Rocicorp's
 // fractional-indexing. Prints one JSON line: ns per key and the last key of each pattern
 // (the Rust side checks it produced the same keys).
 // Run by `cargo bench -p ordered-core --bench reference`; needs
@@ -7,7 +7,7 @@
 import { generateKeyBetween as between } from "fractional-indexing";
 
 const N = 10000;
-const RUNS = 5;
+const RUNS = 21;
 const WARMUP = 3;
 // the LCG the Rust side uses
 let seed = 12345n;

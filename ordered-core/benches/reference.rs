@@ -1,10 +1,11 @@
 //! Keys against the reference, in one run: ns per key for three patterns of 10,000 keys
 //! (append to the end; between random neighbours of a 1,000-key list; a hot gap, each key
-//! between `a0` and the previous one), median of 5 runs, beside Rocicorp's
+//! between `a0` and the previous one), median of 21 runs, beside Rocicorp's
 //! `fractional-indexing` running the same patterns under node, with the ratio. Ours is
 //! timed twice: `key_between` (a new `String` per key) and `key_between_into` (one reused
-//! buffer). Both sides must end with the same keys. When node or the npm package is
-//! missing the reference side is skipped, and the benchmark says so.
+//! buffer). Both sides must end with the same keys. The two sides run in five alternating
+//! rounds (`--quick`: one), and the ratios are the medians of each round's. When node or
+//! the npm package is missing the reference side is skipped, and the benchmark says so.
 //!
 //! ```sh
 //! (cd tools && npm install --no-save fractional-indexing@4.0.0)
@@ -21,7 +22,9 @@ use std::time::Instant;
 use ordered_core::key::{Alphabet, key_between};
 
 const N: usize = 10_000;
-const RUNS: usize = 5;
+const RUNS: usize = 21;
+/// Rounds of ours then the reference (`--quick`: one).
+const ROUNDS: usize = 5;
 
 /// The LCG the node side uses.
 struct Lcg(u64);
@@ -155,42 +158,77 @@ fn main() {
     let gaps: Vec<usize> = (0..N)
         .map(|_| (lcg.next() % (list.len() as u64 - 1)) as usize)
         .collect();
-    let ours = [
-        ("append", time(&append), time(&append_into)),
-        (
-            "random",
-            time(&|| random(&list, &gaps)),
-            time(&|| random_into(&list, &gaps)),
-        ),
-        ("hot", time(&hot), time(&hot_into)),
-    ];
-    for (p, (_, a), (_, b)) in &ours {
-        assert_eq!(a, b, "{p}: key_between and key_between_into differ");
-    }
-    println!("ns per key ({N} keys per pattern, median of {RUNS} runs)");
-    match reference() {
-        Err(why) => {
-            println!("fractional-indexing: skipped: {why}");
-            println!("  pattern  key_between  key_between_into");
-            for (p, (ns, _), (ns_into, _)) in &ours {
-                println!("  {p:<7} {ns:>12.1}  {ns_into:>16.1}");
-            }
+    // in alternating rounds, ours then node's, so that both sides see the machine at the
+    // same moment (node's own time moves by 2x between runs minutes apart); each round's
+    // ratio, and the medians over the rounds
+    let quick = std::env::args().any(|a| a == "--quick");
+    let rounds = if quick { 1 } else { ROUNDS };
+    let mut per_round = Vec::new();
+    let mut skipped = None;
+    for _ in 0..rounds {
+        let ours = [
+            ("append", time(&append), time(&append_into)),
+            (
+                "random",
+                time(&|| random(&list, &gaps)),
+                time(&|| random_into(&list, &gaps)),
+            ),
+            ("hot", time(&hot), time(&hot_into)),
+        ];
+        for (p, (_, a), (_, b)) in &ours {
+            assert_eq!(a, b, "{p}: key_between and key_between_into differ");
         }
-        Ok(theirs) => {
-            println!(
-                "  pattern  key_between  key_between_into  fractional-indexing 4.0.0 (node)  ratio  ratio (into)"
-            );
-            let mut same = true;
-            for ((p, (ns, last), (ns_into, _)), (_, rns, rlast)) in ours.iter().zip(&theirs) {
-                same &= last == rlast;
-                println!(
-                    "  {p:<7} {ns:>12.1}  {ns_into:>16.1}  {rns:>32.1}  {:>5.1}x  {:>11.1}x",
-                    rns / ns,
-                    rns / ns_into
-                );
+        let theirs = match reference() {
+            Ok(t) => t,
+            Err(why) => {
+                skipped = Some((why, ours));
+                break;
             }
-            assert!(same, "the two sides produced different keys");
-            println!("  both sides ended with the same keys");
+        };
+        for ((p, (_, last), _), (_, _, rlast)) in ours.iter().zip(&theirs) {
+            assert_eq!(last, rlast, "{p}: the two sides produced different keys");
         }
+        per_round.push(
+            ours.iter()
+                .zip(&theirs)
+                .map(|((_, (ns, _), (ns_into, _)), (_, rns, _))| [*ns, *ns_into, *rns])
+                .collect::<Vec<_>>(),
+        );
     }
+    println!(
+        "ns per key ({N} keys per pattern, median of {RUNS} runs; {rounds} rounds of ours then the reference)"
+    );
+    if let Some((why, ours)) = skipped {
+        println!("fractional-indexing: skipped: {why}");
+        println!("  pattern  key_between  key_between_into");
+        for (p, (ns, _), (ns_into, _)) in &ours {
+            println!("  {p:<7} {ns:>12.1}  {ns_into:>16.1}");
+        }
+        return;
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "  pattern  key_between  key_between_into  fractional-indexing 4.0.0 (node)  ratio  ratio (into)  ratios per round (into)"
+    );
+    for (i, p) in ["append", "random", "hot"].iter().enumerate() {
+        let col = |j: usize| median(per_round.iter().map(|r| r[i][j]).collect());
+        let ratio = |j: usize| median(per_round.iter().map(|r| r[i][2] / r[i][j]).collect());
+        let each: Vec<String> = per_round
+            .iter()
+            .map(|r| format!("{:.1}x", r[i][2] / r[i][1]))
+            .collect();
+        println!(
+            "  {p:<7} {:>12.1}  {:>16.1}  {:>32.1}  {:>5.1}x  {:>11.1}x  {}",
+            col(0),
+            col(1),
+            col(2),
+            ratio(0),
+            ratio(1),
+            each.join(", ")
+        );
+    }
+    println!("  both sides ended with the same keys");
 }
