@@ -30,11 +30,14 @@ pub enum Dialect {
 /// needs; inside the caller's transaction the caller's level stays.
 pub const fn begin(d: Dialect) -> &'static str {
     match d {
-        Dialect::Postgres => "BEGIN ISOLATION LEVEL READ COMMITTED",
+        Dialect::Postgres => BEGIN_STATEMENTS_PG[0],
         Dialect::Mysql => "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; BEGIN",
-        Dialect::Sqlite => "BEGIN IMMEDIATE",
+        Dialect::Sqlite => BEGIN_STATEMENTS_SQLITE[0],
     }
 }
+
+const BEGIN_STATEMENTS_PG: &[&str] = &["BEGIN ISOLATION LEVEL READ COMMITTED"];
+const BEGIN_STATEMENTS_SQLITE: &[&str] = &["BEGIN IMMEDIATE"];
 
 /// [`begin`] as statements of one command each, in order, for an adapter that runs them
 /// as prepared statements kept on the connection instead of as one text batch: on
@@ -52,12 +55,12 @@ pub const fn begin(d: Dialect) -> &'static str {
 /// ```
 pub const fn begin_statements(d: Dialect) -> &'static [&'static str] {
     match d {
-        Dialect::Postgres => &["BEGIN ISOLATION LEVEL READ COMMITTED"],
+        Dialect::Postgres => BEGIN_STATEMENTS_PG,
         Dialect::Mysql => &[
             "SET TRANSACTION ISOLATION LEVEL READ COMMITTED",
             "START TRANSACTION",
         ],
-        Dialect::Sqlite => &["BEGIN IMMEDIATE"],
+        Dialect::Sqlite => BEGIN_STATEMENTS_SQLITE,
     }
 }
 
@@ -1014,7 +1017,16 @@ pub fn fused(d: Dialect, spec: &Spec, probes: &[Probe], locking: bool) -> Statem
 /// keys only, see [`lock_by_bump`]): the parent key twice and the version before the
 /// bump where the position goes, as text for a key strategy.
 fn version_columns(b: &mut B, spec: &Spec) {
-    let v = spec.version.unwrap_or("version");
+    // the version before the bump; `lock_by_bump` asks for this part only with a version
+    // column, and without one it is 0, as `lock` reads it
+    let version = |b: &mut B| match spec.version {
+        Some(v) => {
+            b.id(v).s(" - 1");
+        }
+        None => {
+            b.s("0");
+        }
+    };
     b.cast_int(|b| {
         b.id(spec.parent_id);
     })
@@ -1024,11 +1036,11 @@ fn version_columns(b: &mut B, spec: &Spec) {
     })
     .s(" AS o_parent, ");
     if is_key(spec) {
-        b.s("CAST(").id(v).s(" - 1 AS CHAR)");
+        b.s("CAST(");
+        version(b);
+        b.s(" AS CHAR)");
     } else {
-        b.cast_int(|b| {
-            b.id(v).s(" - 1");
-        });
+        b.cast_int(version);
     }
     b.s(" AS o_pos");
 }

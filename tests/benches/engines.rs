@@ -929,10 +929,11 @@ fn matrix<C: BenchConn>(
         relabel.as_secs_f64() / bare.as_secs_f64().max(1e-9),
         each.join(", ")
     );
-    // 16 writers on 16 parents against 16 writers on one parent
+    // 16 writers on 16 parents, and 16 writers on one parent against the floor
     let writers = if quick { 4 } else { 16 };
     let per = if quick { 10 } else { 50 };
-    // ops/s of `writers` threads appending `per` items each, writer w to parent
+    let ops = (writers * per) as f64;
+    // how long `writers` threads take to append `per` items each, writer w to parent
     // 1 + w % parents, through the library
     let ours_run = |c: &mut C, parents: i64| {
         let s = spec("w", &GAPPED);
@@ -952,7 +953,7 @@ fn matrix<C: BenchConn>(
                 });
             }
         });
-        (writers * per) as f64 / t.elapsed().as_secs_f64()
+        t.elapsed()
     };
     // the floor on the same hot parent: each writer locks it and inserts one row at a
     // position of its own (no read, no check), in one transaction
@@ -989,31 +990,28 @@ fn matrix<C: BenchConn>(
                 });
             }
         });
-        (writers * per) as f64 / t.elapsed().as_secs_f64()
+        t.elapsed()
     };
-    let spread = ours_run(&mut c, writers as i64);
+    let spread = ops / ours_run(&mut c, writers as i64).as_secs_f64();
     let _ = writeln!(
         extra,
         "| {engine} | {writers} writers x {per} inserts, {writers} parents | {spread:.0} ops/s | | |"
     );
     // one parent: alternating rounds of ours and the floor, the medians compared (16
-    // threads on 2 cores swing a single round by 2x either way)
-    let rounds = if quick { 1 } else { 5 };
-    let (mut ours, mut floors) = (Vec::new(), Vec::new());
+    // threads on 2 cores swing a single round by 2x either way), as for the relabel
+    let (mut ours, mut floors) = (Stats::default(), Stats::default());
     for _ in 0..rounds {
-        ours.push(ours_run(&mut c, 1));
-        floors.push(floor_run(&mut c));
+        ours.lat.push(ours_run(&mut c, 1));
+        floors.lat.push(floor_run(&mut c));
     }
     let per_round: Vec<String> = ours
+        .lat
         .iter()
-        .zip(&floors)
-        .map(|(o, f)| format!("{:.2}", o / f))
+        .zip(&floors.lat)
+        .map(|(o, f)| format!("{:.2}", f.as_secs_f64() / o.as_secs_f64().max(1e-9)))
         .collect();
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let (ours_hot, floor_hot) = (median(&mut ours), median(&mut floors));
+    let ours_hot = ops / ours.pct(0.5).as_secs_f64().max(1e-9);
+    let floor_hot = ops / floors.pct(0.5).as_secs_f64().max(1e-9);
     let _ = writeln!(
         extra,
         "| {engine} | {writers} writers x {per} inserts, one parent, median of {rounds} | {ours_hot:.0} ops/s | the floor (lock, insert): {floor_hot:.0} ops/s | ours / floor {:.2} (rounds {}) |",
