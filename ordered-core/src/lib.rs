@@ -33,6 +33,7 @@
 //! - `serde`: `Serialize`/`Deserialize` for positions, keys, plans and error data.
 //! - `metrics`: counters and histograms through the `metrics` facade ([`observe`]).
 
+pub mod adapter;
 pub mod changes;
 pub mod engine;
 pub mod error;

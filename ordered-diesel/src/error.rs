@@ -1,6 +1,7 @@
 //! The adapter's error type.
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use ordered_core::adapter::Failure;
 pub use ordered_core::error::Status;
 
 /// The result type of this crate.
@@ -140,6 +141,53 @@ impl From<Error> for DieselError {
             Error::Database(e) | Error::CommitUnknown(e) | Error::ConnectionLost(e) => e,
             Error::RetriesExhausted { last, .. } => last,
             other => DieselError::QueryBuilderError(Box::new(other)),
+        }
+    }
+}
+
+/// A Diesel error as the core's protocol sees it.
+#[derive(Debug)]
+pub(crate) struct Db(pub(crate) DieselError);
+
+impl std::fmt::Display for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl ordered_core::adapter::DbFailure for Db {
+    fn message(&self) -> String {
+        match &self.0 {
+            DieselError::DatabaseError(_, info) => info.message().to_owned(),
+            e => e.to_string(),
+        }
+    }
+
+    fn class(&self) -> Class {
+        classify(&self.0)
+    }
+
+    fn is_connection_lost(&self) -> bool {
+        crate::ops::connection_lost(&self.0)
+    }
+
+    fn is_from_server(&self) -> bool {
+        matches!(self.0, DieselError::DatabaseError(..))
+    }
+}
+
+impl From<Failure<Db>> for Error {
+    fn from(f: Failure<Db>) -> Self {
+        match f {
+            Failure::Refused(e) => Error::Ordering(e),
+            // Diesel has no error of its own for it: a busy database, retryable
+            Failure::Database(Db(e)) | Failure::SqliteDeferred(Db(e)) => Error::Database(e),
+            Failure::RetriesExhausted { attempts, last } => Error::RetriesExhausted {
+                attempts,
+                last: last.0,
+            },
+            Failure::CommitUnknown(Db(e)) => Error::CommitUnknown(e),
+            Failure::ConnectionLost(Db(e)) => Error::ConnectionLost(e),
         }
     }
 }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use sea_orm::DbErr;
 
+use ordered_core::adapter::Failure;
 pub use ordered_core::error::Status;
 
 /// The result type of this crate.
@@ -157,5 +158,37 @@ pub fn refusal(e: &DbErr) -> Option<&ordered_core::Error> {
     match e {
         DbErr::TryIntoErr { source, .. } => source.downcast_ref::<ordered_core::Error>(),
         _ => None,
+    }
+}
+
+/// A SeaORM error as the core's protocol sees it.
+#[derive(Debug)]
+pub(crate) struct Db(pub(crate) DbErr);
+
+impl std::fmt::Display for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl ordered_core::adapter::DbFailure for Db {
+    fn message(&self) -> String {
+        self.0.to_string()
+    }
+}
+
+impl From<Failure<Db>> for Error {
+    fn from(f: Failure<Db>) -> Self {
+        match f {
+            Failure::Refused(e) => Error::Ordering(e),
+            Failure::Database(Db(e)) => Error::Database(e),
+            Failure::RetriesExhausted { attempts, last } => Error::RetriesExhausted {
+                attempts,
+                last: last.0,
+            },
+            Failure::CommitUnknown(Db(e)) => Error::CommitUnknown(e),
+            Failure::ConnectionLost(Db(e)) => Error::ConnectionLost(e),
+            Failure::SqliteDeferred(Db(e)) => Error::SqliteDeferred(e),
+        }
     }
 }

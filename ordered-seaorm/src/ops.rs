@@ -5,10 +5,10 @@ use std::any::TypeId;
 use std::future::Future;
 use std::pin::Pin;
 
-use ordered_core::retry::{Attempts, Class, Stop, classify_message, is_connection_lost, refine};
+use ordered_core::adapter::{Arg, Feed, Finished, Io, Job, Protocol, Returns, Settings};
 use ordered_core::{
-    Action, Arg, Changes, Dialect, Id, Listing, Outcome, Placement, Position, Reply, Report,
-    Request, Returns, Row, Settings, Spec, Statement, Wire, observe, sql,
+    Changes, Dialect, Id, Outcome, Placement, Position, Reply, Request, Row, Spec, Statement, Wire,
+    observe,
 };
 use sea_orm::{
     ActiveModelBehavior, ActiveModelTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr,
@@ -18,7 +18,7 @@ use sea_orm::{
 use tracing::Instrument;
 
 use crate::OrderedEntity;
-use crate::error::{Error, Result};
+use crate::error::{Db, Error, Result};
 
 /// Where the caller's insert must put the new row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -240,96 +240,10 @@ fn item_row(r: &sea_orm::QueryResult, wire: Wire) -> Result<Row, DbErr> {
     })
 }
 
-/// Commits the library's transaction. On a Galera node (`check`) the commit is sent as
-/// a statement of the transaction's own connection, so that [`sql::galera::unchanged`]
-/// can run on that session before the connection goes back to the pool: a cluster that
-/// aborted the transaction may still answer COMMIT with success. SeaORM's commit then
-/// finds no transaction open, which MySQL answers with success.
-async fn commit(txn: DatabaseTransaction, check: bool) -> Result<()> {
-    let committed = if check {
-        match txn.execute_unprepared("COMMIT").await {
-            Ok(_) => match run(&txn, &sql::galera::unchanged(), Wire::PLAIN).await {
-                Ok(Reply::Count(n)) => sql::galera::check_committed(n).map_err(Error::Ordering),
-                Ok(other) => Err(unexpected(&other)),
-                Err(e) => Err(Error::CommitUnknown(e)),
-            },
-            // the connection died while COMMIT was under way: it may have committed
-            Err(e) if is_connection_lost(&e.to_string()) => Err(Error::CommitUnknown(e)),
-            // refused (a certification failure): rolled back; retried as the error says
-            Err(e) => Err(Error::Database(e)),
-        }
-    } else {
-        Ok(())
-    };
-    let closed = txn.commit().await;
-    match (committed, closed) {
-        (Err(e), _) => Err(e),
-        (Ok(()), Ok(())) => Ok(()),
-        (Ok(()), Err(e)) if is_connection_lost(&e.to_string()) => Err(Error::CommitUnknown(e)),
-        (Ok(()), Err(e)) => Err(Error::Database(e)),
-    }
-}
-
-/// A read outside the library's transactions; on MySQL/MariaDB a causal read
-/// ([`sql::galera::causal`]), so that on a Galera node it sees every write the cluster
-/// committed before it, whichever node took them.
-async fn read<C: ConnectionTrait>(db: &C, stmt: &Statement, key: Wire) -> Result<Reply> {
-    if db.get_database_backend() == DbBackend::MySql {
-        match run(db, &sql::galera::causal(stmt), key).await {
-            Err(e) if sql::galera::is_not_galera(&e.to_string()) => {}
-            r => return r.map_err(lost_or_database),
-        }
-    }
-    run(db, stmt, key).await.map_err(lost_or_database)
-}
-
-/// The item rows of a [`read`] (`list`, `verify`).
-async fn read_rows<C: ConnectionTrait>(db: &C, stmt: &Statement, key: Wire) -> Result<Vec<Row>> {
-    match read(db, stmt, key).await? {
-        Reply::Rows(rows) => Ok(rows),
-        other => Err(unexpected(&other)),
-    }
-}
-
-/// On MySQL/MariaDB: whether the server is a Galera node ([`sql::galera::probe`], which
-/// on a node also waits until it has applied the cluster's committed writes).
-async fn galera_probe<C: ConnectionTrait>(db: &C) -> Result<bool, DbErr> {
-    if db.get_database_backend() != DbBackend::MySql {
-        return Ok(false);
-    }
-    match run(db, &sql::galera::probe(), Wire::PLAIN).await {
-        Ok(Reply::Count(on)) => Ok(on == 1),
-        Ok(_) => Ok(false),
-        Err(e) if sql::galera::is_not_galera(&e.to_string()) => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
-/// A failed attempt on a Galera node, with the reply to [`sql::galera::unchanged`] run
-/// before its `ROLLBACK`: a new GTID means statements escaped the transaction before it
-/// failed, and a retry would apply the operation on top of part of itself.
-fn escaped(e: Error, unchanged: Result<Reply, DbErr>, locked: Option<Id>) -> Error {
-    let count = match unchanged {
-        Ok(Reply::Count(n)) => Some(n),
-        _ => None,
-    };
-    match e {
-        Error::ConnectionLost(_)
-        | Error::Ordering(ordered_core::Error::PartiallyApplied { .. }) => e,
-        e => sql::galera::check_escaped(count, locked).map_or(e, Error::Ordering),
-    }
-}
-
-fn lost_or_database(e: DbErr) -> Error {
-    if is_connection_lost(&e.to_string()) {
-        Error::ConnectionLost(e)
-    } else {
-        Error::Database(e)
-    }
-}
-
 /// The options of the library's transactions: `BEGIN IMMEDIATE` on SQLite, and READ
-/// COMMITTED on the servers for a transaction of its own.
+/// COMMITTED on the servers for a transaction of its own (no gap locks on MySQL, so
+/// writers on adjacent parents do not deadlock; no 40001 storms on PostgreSQL under a
+/// stricter session default). The parent lock serialises the writers of one parent.
 fn transaction_options(backend: DbBackend, own: bool) -> TransactionOptions {
     TransactionOptions {
         isolation_level: (backend != DbBackend::Sqlite && own)
@@ -366,26 +280,6 @@ where
         .await
 }
 
-/// A failure inside the caller's own transaction on SQLite that is `SQLITE_BUSY`: a
-/// DEFERRED transaction (SeaORM's default `begin()`) that read first cannot take the
-/// write lock while another connection holds it, and no wait helps; the caller must
-/// open its transactions IMMEDIATE ([`crate::begin`]).
-fn deferred_busy(backend: DbBackend, err: Error) -> Error {
-    match err {
-        Error::Database(e)
-            if backend == DbBackend::Sqlite
-                && ordered_core::retry::reason(&e.to_string()) == "busy" =>
-        {
-            Error::SqliteDeferred(e)
-        }
-        other => other,
-    }
-}
-
-fn classify(e: &DbErr) -> Class {
-    classify_message(&e.to_string())
-}
-
 /// Operations on one ordered table, with options. Build it from an entity with
 /// [`Ordering::of`] (or use the [`OrderedEntity`] methods, which take the defaults), or
 /// from a [`Spec`] built at run time with [`Ordering::new`].
@@ -413,7 +307,8 @@ impl Ordering {
 
     ordered_core::settings_options!();
 
-    /// Runs `req` in the operation's span.
+    /// Runs a write as one transaction, with retries when the library owns it, in the
+    /// operation's span.
     async fn execute<C, T, F, H>(
         &self,
         db: &C,
@@ -428,10 +323,17 @@ impl Ordering {
         T: Send,
     {
         let span = observe::span(&self.s.spec, &req);
-        let result = self
-            .attempts(db, req.clone(), insert, hook)
+        let d = dialect(db.get_database_backend())?;
+        let p = Protocol::new(
+            &self.s,
+            d,
+            Job::Write(Box::new(req.clone())),
+            hook.is_some(),
+        );
+        let result = drive(db, self.s.wire(), p, insert, hook)
             .instrument(span.clone())
-            .await;
+            .await
+            .and_then(|(f, v)| Ok((f.into_outcome()?, v)));
         let reported = match &result {
             Ok((o, _)) => Ok(o),
             Err(e) => Err(e.code()),
@@ -440,201 +342,20 @@ impl Ordering {
         result
     }
 
-    async fn attempts<C, T, F, H>(
-        &self,
-        db: &C,
-        req: Request,
-        mut insert: Option<F>,
-        mut hook: Option<H>,
-    ) -> Result<(Outcome, Option<T>)>
-    where
-        C: OrderedConnection,
-        F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
-        H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
-        T: Send,
-    {
-        let nested = TypeId::of::<C>() == TypeId::of::<DatabaseTransaction>();
-        // READ COMMITTED on MySQL/MariaDB (no gap locks, so writers on adjacent parents
-        // do not deadlock) and on PostgreSQL (under a REPEATABLE READ or SERIALIZABLE
-        // session default, writers queued on a busy parent would all fail with 40001
-        // and starve); the parent lock serialises the writers of one parent. Only for a
-        // transaction of its own: inside the caller's it is a savepoint.
-        let options = transaction_options(db.get_database_backend(), !nested);
-        let mut attempts = Attempts::new(self.s.retry);
+    /// A read: statements outside any transaction, on any connection.
+    async fn read<C: ConnectionTrait>(&self, db: &C, job: Job) -> Result<Finished> {
+        let d = dialect(db.get_database_backend())?;
+        let mut p = Protocol::<Db>::new(&self.s, d, job, false);
+        let mut feed = Feed::Start;
         loop {
-            let attempt = attempts.begin();
-            let mut locked = None;
-            // MySQL/MariaDB: is this a Galera node? On one, the probe is also the causal
-            // wait that must come before BEGIN
-            let galera = match galera_probe(db).await {
-                Ok(g) => Ok(g),
-                Err(e) if is_connection_lost(&e.to_string()) => {
-                    return Err(Error::ConnectionLost(e));
-                }
-                // classified below like any other failure (a causal wait that timed out
-                // is a lock-wait timeout, retried)
-                Err(e) => Err(Error::Database(e)),
+            feed = match p.next(feed) {
+                Io::Execute(stmt) => run(db, &stmt, self.s.wire()).await.map_err(Db).into(),
+                Io::Done(f) => return Ok(f),
+                Io::Fail(f) => return Err(f.into()),
+                other => Feed::Refused(ordered_core::Error::Inconsistent(format!(
+                    "a read asked for {other:?}"
+                ))),
             };
-            let began = match galera {
-                Ok(g) => {
-                    attempts.use_policy(self.s.retry_on(g));
-                    Ok((g, db.begin_with_options(options).await))
-                }
-                Err(e) => Err(e),
-            };
-            let err = match began {
-                Err(e) => e,
-                Ok((galera, began)) => match began {
-                    // a pool hands out a fresh connection; a dead one passed in cannot begin
-                    Err(e) if is_connection_lost(&e.to_string()) => {
-                        return Err(Error::ConnectionLost(e));
-                    }
-                    Err(e) => Error::Database(e),
-                    Ok(txn) => match self
-                        .drive(
-                            &txn,
-                            &req,
-                            insert.as_mut(),
-                            hook.as_mut(),
-                            galera,
-                            &mut locked,
-                        )
-                        .await
-                    {
-                        Ok(mut v) => match commit(txn, galera && !nested).await {
-                            Ok(()) => {
-                                v.0.attempts = attempt;
-                                return Ok(v);
-                            }
-                            Err(e @ (Error::CommitUnknown(_) | Error::ConnectionLost(_))) => {
-                                return Err(e);
-                            }
-                            Err(e) => e,
-                        },
-                        Err(Error::Database(e)) if is_connection_lost(&e.to_string()) => {
-                            // the server rolls back what it did not commit
-                            let _ = txn.rollback().await;
-                            return Err(Error::ConnectionLost(e));
-                        }
-                        Err(e) => {
-                            // on a node, statements may have escaped the transaction
-                            // before the failure: then it is PartiallyApplied, not retried
-                            let e = if galera {
-                                // asked once more when the first answer is the
-                                // abort's deferred error (see the Diesel adapter)
-                                let mut unchanged =
-                                    run(&txn, &sql::galera::unchanged(), Wire::PLAIN).await;
-                                if unchanged.is_err() {
-                                    unchanged =
-                                        run(&txn, &sql::galera::unchanged(), Wire::PLAIN).await;
-                                }
-                                escaped(e, unchanged, locked)
-                            } else {
-                                e
-                            };
-                            // nothing is left behind; on MySQL this also ends a transaction a
-                            // lock-wait timeout left open
-                            let _ = txn.rollback().await;
-                            e
-                        }
-                    },
-                },
-            };
-            if nested {
-                return Err(deferred_busy(db.get_database_backend(), err));
-            }
-            let class = match &err {
-                Error::Database(e) => refine(&self.s.spec, &e.to_string(), classify(e)),
-                Error::Ordering(e) if e.is_retryable() => Class::Retry,
-                _ => Class::Fatal,
-            };
-            // a duplicate on a key the spec does not name: the caller's row, or a unique
-            // index on (scope, position) under another name, which the probe can tell
-            if matches!(&err, Error::Database(e) if classify(e) == Class::RetryOnce)
-                && class == Class::Fatal
-            {
-                return Err(match self.schema(db, true).await {
-                    Err(e @ Error::Ordering(ordered_core::Error::SchemaMismatch { .. })) => e,
-                    _ => err,
-                });
-            }
-            match attempts.after_failure(class) {
-                Ok(pause) => {
-                    observe::retried(&self.s.spec, &req, attempt, &err);
-                    tokio::time::sleep(pause).await;
-                }
-                Err(Stop::Exhausted) => {
-                    return Err(match err {
-                        Error::Database(last) => Error::RetriesExhausted {
-                            attempts: attempt,
-                            last,
-                        },
-                        other => other,
-                    });
-                }
-                Err(Stop::DuplicateAgain) => {
-                    // a bug, a table changed behind the library's back, or a constraint
-                    // that cannot be deferred (the schema probe tells)
-                    let refused = Error::Ordering(ordered_core::Error::Inconsistent(format!(
-                        "a duplicate position survived a retry ({err})"
-                    )));
-                    return Err(match self.schema(db, true).await {
-                        Err(e @ Error::Ordering(ordered_core::Error::SchemaMismatch { .. })) => e,
-                        _ => refused,
-                    });
-                }
-                Err(Stop::Fatal) => return Err(err),
-            }
-        }
-    }
-
-    async fn drive<T, F, H>(
-        &self,
-        txn: &DatabaseTransaction,
-        req: &Request,
-        mut insert: Option<&mut F>,
-        mut hook: Option<&mut H>,
-        galera: bool,
-        locked: &mut Option<Id>,
-    ) -> Result<(Outcome, Option<T>)>
-    where
-        F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
-        H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
-    {
-        let d = dialect(txn.get_database_backend())?;
-        let key = self.s.wire();
-        let mut op = self.s.operation(d, req);
-        if galera {
-            op = op.on_galera();
-        }
-        if hook.is_some() {
-            op = op.with_hook();
-        }
-        let mut reply = Reply::None;
-        let mut value = None;
-        loop {
-            let action = op.next(reply);
-            *locked = op.locked().first().copied();
-            match action? {
-                Action::Execute(stmt) => reply = run(txn, &stmt, key).await?,
-                Action::Insert { parent, position } => {
-                    let f = insert.as_mut().ok_or_else(|| {
-                        ordered_core::Error::Inconsistent(
-                            "an insert without a row to insert".into(),
-                        )
-                    })?;
-                    let slot = Slot::new(parent, position);
-                    value = Some(f(txn, slot.clone()).await?);
-                    reply = slot.reply();
-                }
-                Action::BeforeCommit(changes) => {
-                    if let Some(h) = hook.as_mut() {
-                        h(txn, &changes).await?;
-                    }
-                    reply = Reply::None;
-                }
-                Action::Done(outcome) => return Ok((outcome, value)),
-            }
         }
     }
 
@@ -914,208 +635,105 @@ where
     }
 }
 
-/// The operations' wrappers: the keys before `;` are taken as `impl Into<Id>` (an
-/// integer, a `Uuid`, an `Id`), the arguments after it as they are.
-macro_rules! insert_ops {
-    ($($(#[$doc:meta])* $name:ident($($key:ident),* ; $($arg:ident: $ty:ty),*) => $at:expr;)*) => {
-        impl Ordering {
-            $(
-                $(#[$doc])*
-                pub async fn $name<C, T, F>(&self, db: &C, parent: impl Into<Id>, $($key: impl Into<Id>,)* $($arg: $ty,)* insert: F) -> Result<Inserted<T>>
-                where
-                    C: OrderedConnection,
-                    F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
-                    T: Send,
-                {
-                    $(let $key: Id = $key.into();)*
-                    self.insert(db, parent.into(), $at, insert).await
-                }
-            )*
-        }
-    };
-}
-
-insert_ops! {
-    /// Inserts at the start of `parent`'s list. `insert` runs your own insert (e.g.
-    /// `ActiveModel::insert(txn)`) inside the library's transaction with the slot; it
-    /// may run again if the operation is retried.
-    insert_first(;) => Placement::First;
-    /// Inserts at the end of `parent`'s list.
-    insert_last(;) => Placement::Last;
-    /// Inserts directly before `anchor`.
-    insert_before(anchor;) => Placement::Before(anchor);
-    /// Inserts directly after `anchor`.
-    insert_after(anchor;) => Placement::After(anchor);
-    /// Inserts between `prev` and `next`, which must still be adjacent.
-    insert_between(; prev: Option<Id>, next: Option<Id>) => Placement::Between { prev, next };
-    /// Inserts at `index` (0-based; the length appends).
-    insert_at_index(; index: u64) => Placement::Index(index);
-}
-
-macro_rules! write_ops {
-    ($($(#[$doc:meta])* $name:ident($($key:ident),* ; $($arg:ident: $ty:ty),*) => $req:expr;)*) => {
-        impl Ordering {
-            $(
-                $(#[$doc])*
-                pub async fn $name<C>(&self, db: &C, $($key: impl Into<Id>,)* $($arg: $ty),*) -> Result<Outcome>
-                where
-                    C: OrderedConnection,
-                {
-                    $(let $key: Id = $key.into();)*
-                    self.write(db, $req).await
-                }
-            )*
-        }
-    };
-}
-
-write_ops! {
-    /// Moves `item` to any [`Placement`] in its own collection.
-    move_to(item; at: Placement) => Request::Move { item, at };
-    /// Moves `item` directly before `anchor` (same collection).
-    move_before(item, anchor;) => Request::Move { item, at: Placement::Before(anchor) };
-    /// Moves `item` directly after `anchor` (same collection).
-    move_after(item, anchor;) => Request::Move { item, at: Placement::After(anchor) };
-    /// Moves `item` between `prev` and `next`, which must still be adjacent without it.
-    move_between(item; prev: Option<Id>, next: Option<Id>) => Request::Move { item, at: Placement::Between { prev, next } };
-    /// Moves `item` to the start of its list.
-    move_to_start(item;) => Request::Move { item, at: Placement::First };
-    /// Moves `item` to the end of its list.
-    move_to_end(item;) => Request::Move { item, at: Placement::Last };
-    /// Moves `item` to `index` (counted without the item).
-    move_to_index(item; index: u64) => Request::Move { item, at: Placement::Index(index) };
-    /// Moves `item` one place up (nothing if first).
-    move_up(item;) => Request::MoveUp { item };
-    /// Moves `item` one place down (nothing if last).
-    move_down(item;) => Request::MoveDown { item };
-    /// Exchanges the places of `a` and `b`.
-    swap(a, b;) => Request::Swap { a, b };
-    /// Moves `item` into `parent` at `at`, locking both collections in increasing order.
-    move_to_parent(item, parent; at: Placement) => Request::MoveToParent { item, parent, at };
-    /// Deletes `item`.
-    remove(item;) => Request::Remove { item };
-    /// Sets the whole order of `parent`; writes only the rows that must move.
-    reorder(parent; ids: &[Id]) => Request::Reorder { parent, ids: ids.to_vec() };
-    /// Spreads `parent`'s items evenly, keeping their order.
-    rebalance(parent;) => Request::Rebalance { parent };
-    /// Repairs what [`Ordering::verify`] reports by relabelling in the current order.
-    heal(parent;) => Request::Rebalance { parent };
-}
-
 impl Ordering {
-    /// The items of `parent`, `ORDER BY position, id`.
-    pub async fn list<C: ConnectionTrait>(
-        &self,
-        db: &C,
-        parent: impl Into<Id>,
-    ) -> Result<Vec<Row>> {
-        let parent = self.s.scope_key(parent.into())?;
-        let d = dialect(db.get_database_backend())?;
-        read_rows(db, &sql::list(d, &self.s.spec, parent), self.s.wire()).await
-    }
-
-    /// The items of `parent` with the collection's version, read in one statement, so
-    /// the version is the one of this very list (`None` without a version column).
-    /// Send both to the client; it sends the version back with its next write
-    /// ([`Ordering::expect_version`]), refused with
-    /// [`ordered_core::Error::VersionConflict`] if anyone wrote in between.
-    pub async fn list_versioned<C: ConnectionTrait>(
-        &self,
-        db: &C,
-        parent: impl Into<Id>,
-    ) -> Result<Listing> {
-        let parent = self.s.scope_key(parent.into())?;
-        let d = dialect(db.get_database_backend())?;
-        let stmt = sql::list_versioned(d, &self.s.spec, parent);
-        let reply = read(db, &stmt, self.s.wire()).await?;
-        Ok(Listing::from_reply(&self.s.spec, parent, reply)?)
-    }
-
-    /// The 0-based index of `item` in its list.
-    pub async fn index_of<C: ConnectionTrait>(&self, db: &C, item: impl Into<Id>) -> Result<u64> {
-        let item = self.s.item_key(item.into())?;
-        let d = dialect(db.get_database_backend())?;
-        let item_read = ordered_core::plan::Read::Item { id: item };
-        let row = match read(
-            db,
-            &sql::read(d, &self.s.spec, &item_read, false),
-            self.s.wire(),
-        )
-        .await?
-        {
-            Reply::Rows(rows) => rows.into_iter().next(),
-            other => return Err(unexpected(&other)),
-        }
-        .ok_or(ordered_core::Error::NotFound { id: item })?;
-        match run(
-            db,
-            &sql::count_before(d, &self.s.spec, row.parent, &row.position),
-            self.s.wire(),
-        )
-        .await?
-        {
-            Reply::Count(n) => Ok(u64::try_from(n).unwrap_or(0)),
-            other => Err(unexpected(&other)),
-        }
-    }
-
-    /// Checks `parent`'s collection: duplicates, out-of-domain positions, over-long
-    /// keys, and that the database returns them in byte order.
-    pub async fn verify<C: ConnectionTrait>(
-        &self,
-        db: &C,
-        parent: impl Into<Id>,
-    ) -> Result<Report> {
-        // every row, the ones the row filter leaves out included
-        let parent = self.s.scope_key(parent.into())?;
-        let d = dialect(db.get_database_backend())?;
-        let rows = read_rows(db, &sql::list_all(d, &self.s.spec, parent), self.s.wire()).await?;
-        Ok(ordered_core::verify(&self.s.spec, &rows))
-    }
-
-    /// Checks the table for what the protocol relies on: a unique constraint on exactly
-    /// `(scope, position)`, deferrable on PostgreSQL (the one-statement relabel needs
-    /// it), and a CHECK constraint on the position column (the library's domain). A
-    /// problem is [`ordered_core::Error::SchemaMismatch`], which says the statement that
-    /// fixes it. Run it at startup or in a migration test when adopting an existing
-    /// table, beside [`Ordering::check_key_order`]; it reads the catalog, no rows.
-    pub async fn check_schema<C: ConnectionTrait>(&self, db: &C) -> Result<()> {
-        self.schema(db, false).await
-    }
-
-    /// The schema probe, read as [`ordered_core::check_schema`] or, for a refused
-    /// duplicate, as its unique-constraint part only.
-    async fn schema<C: ConnectionTrait>(&self, db: &C, unique_only: bool) -> Result<()> {
-        let d = dialect(db.get_database_backend())?;
-        match run(db, &sql::schema_probe(d, &self.s.spec), Wire::PLAIN).await? {
-            Reply::Count(n) if unique_only => {
-                Ok(ordered_core::verify::check_unique(d, &self.s.spec, n)?)
-            }
-            Reply::Count(n) => Ok(ordered_core::check_schema(d, &self.s.spec, n)?),
-            other => Err(unexpected(&other)),
-        }
-    }
-
-    /// Checks that the key column sorts by raw bytes, by behaviour rather than by the
-    /// catalog: the engine sorts and deduplicates a set of probe strings under the
-    /// column's collation, and any difference from byte order is
-    /// [`ordered_core::Error::KeyCollation`]. Run it at startup or in a migration test;
-    /// integer positions need no check. It reads no rows.
-    pub async fn check_key_order<C: ConnectionTrait>(&self, db: &C) -> Result<()> {
-        if !self.s.is_key() {
-            return Ok(());
-        }
-        let d = dialect(db.get_database_backend())?;
-        let stmt = sql::probe_key_order(d, &self.s.spec, ordered_core::verify::KEY_ORDER_PROBES);
-        match run(db, &stmt, self.s.wire()).await? {
-            Reply::Rows(rows) => Ok(ordered_core::check_key_order(&self.s.spec, &rows)?),
-            other => Err(unexpected(&other)),
-        }
+    ordered_core::operations! {
+        async;
+        conn: &C where C: OrderedConnection;
+        reads: ConnectionTrait;
+        insert: where
+            F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
+            T: Send,
     }
 }
 
-fn unexpected(r: &Reply) -> Error {
-    Error::Ordering(ordered_core::Error::Inconsistent(format!(
-        "unexpected reply from the connection: {r:?}"
-    )))
+/// The adapter's loop: feeds the core's [`Protocol`] with the results of the I/O it
+/// asks for, until it is done; it sleeps on tokio's timer.
+async fn drive<C, T, F, H>(
+    db: &C,
+    wire: Wire,
+    mut p: Protocol<Db>,
+    mut insert: Option<F>,
+    mut hook: Option<H>,
+) -> Result<(Finished, Option<T>)>
+where
+    C: OrderedConnection,
+    F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
+    H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
+    T: Send,
+{
+    // on a transaction of the caller's, `begin` opens a savepoint
+    let nested = TypeId::of::<C>() == TypeId::of::<DatabaseTransaction>();
+    let options = transaction_options(db.get_database_backend(), !nested);
+    let mut txn: Option<DatabaseTransaction> = None;
+    let mut value = None;
+    let mut feed = Feed::Start;
+    loop {
+        feed = match p.next(feed) {
+            Io::Execute(stmt) => match &txn {
+                Some(t) => run(t, &stmt, wire).await,
+                None => run(db, &stmt, wire).await,
+            }
+            .map_err(Db)
+            .into(),
+            Io::Begin => match db.begin_with_options(options).await {
+                Ok(t) => {
+                    txn = Some(t);
+                    Feed::Began { nested }
+                }
+                Err(e) => Feed::Failed(Db(e)),
+            },
+            Io::Insert { parent, position } => match (insert.as_mut(), &txn) {
+                (Some(f), Some(t)) => {
+                    let slot = Slot::new(parent, position);
+                    match f(t, slot.clone()).await {
+                        Ok(v) => {
+                            value = Some(v);
+                            Feed::Reply(slot.reply())
+                        }
+                        Err(e) => Feed::Failed(Db(e)),
+                    }
+                }
+                _ => Feed::Refused(ordered_core::Error::Inconsistent(
+                    "an insert without a row to insert".into(),
+                )),
+            },
+            Io::BeforeCommit(changes) => match (hook.as_mut(), &txn) {
+                (Some(h), Some(t)) => h(t, &changes).await.map_err(Db).into(),
+                _ => Feed::Ok,
+            },
+            // the COMMIT as a statement of the transaction's own connection, so that
+            // the check that follows runs on that session before the connection goes
+            // back to the pool; SeaORM's commit at `Release` then finds no transaction
+            // open, which MySQL answers with success
+            Io::Commit {
+                then_check: true, ..
+            } => match &txn {
+                Some(t) => t
+                    .execute_unprepared("COMMIT")
+                    .await
+                    .map(|_| ())
+                    .map_err(Db)
+                    .into(),
+                None => Feed::Ok,
+            },
+            Io::Commit { .. } | Io::Release => match txn.take() {
+                Some(t) => t.commit().await.map_err(Db).into(),
+                None => Feed::Ok,
+            },
+            // a failed ROLLBACK leaves nothing to do: the server ends the transaction,
+            // and sqlx's connection stays usable
+            Io::Rollback { .. } => {
+                if let Some(t) = txn.take() {
+                    let _ = t.rollback().await;
+                }
+                Feed::Ok
+            }
+            Io::Sleep(pause) => {
+                tokio::time::sleep(pause).await;
+                Feed::Ok
+            }
+            Io::Done(f) => return Ok((f, value)),
+            Io::Fail(f) => return Err(f.into()),
+        };
+    }
 }

@@ -1,0 +1,24 @@
+//! The contract between the core and an adapter (`ordered-diesel`, `ordered-seaorm`, or
+//! one of your own for another client): everything here is plumbing an application
+//! does not use.
+//!
+//! An adapter writes four things, and decides nothing:
+//! 1. executing a [`Statement`] and decoding its rows into a [`Reply`] (six row shapes,
+//!    [`Returns`], as [`Wire`] says);
+//! 2. opening, committing and rolling back a transaction or savepoint when asked;
+//! 3. running the caller's insert and hook;
+//! 4. one loop that feeds a [`Protocol`] and sleeps when it says so, on its own clock.
+//!
+//! [`Protocol`] decides everything else: the Galera probe, the transaction or the
+//! savepoint, the operation's statements ([`Operation`], the protocol of one attempt),
+//! the Galera checks, `COMMIT` and `ROLLBACK`, the classification of failures, the
+//! pauses and the retries, and the statement sequences of the reads.
+
+mod catalogue;
+mod protocol;
+
+pub use protocol::{DbFailure, Failure, Feed, Finished, Io, Job, Protocol};
+
+pub use crate::engine::{Action, Controls, FinalStatement, InsertedId, Operation, Reply, Settings};
+pub use crate::retry::Class;
+pub use crate::sql::{Arg, DecodeError, Dialect, Returns, Statement, Wire};

@@ -1,0 +1,793 @@
+//! The attempt protocol as a state machine with no I/O: everything an adapter did
+//! around [`Operation`] before, decided once. It asks for the Galera probe, the
+//! transaction or savepoint, the operation's statements, the caller's insert and hook,
+//! `COMMIT` and its Galera check, `ROLLBACK` and the check before it, classifies every
+//! failure, and says when to pause and retry; the read operations (`list`,
+//! `list_versioned`, `index_of`, `verify`, `check_schema`, `check_key_order`) are
+//! statement sequences of the same machine. It never sleeps: [`Io::Sleep`] asks the
+//! adapter to, on its own clock (`std::thread::sleep` or `tokio::time::sleep`).
+//!
+//! An adapter feeds it in one loop (`E` is the client's error type, [`DbFailure`]):
+//!
+//! ```
+//! use ordered_core::adapter::{DbFailure, Feed, Io, Job, Protocol};
+//! use ordered_core::{Dialect, Placement, Reply, Request, Settings, Spec};
+//!
+//! #[derive(Debug)]
+//! struct Failed(String);
+//! impl std::fmt::Display for Failed {
+//!     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(&self.0) }
+//! }
+//! impl DbFailure for Failed {
+//!     fn message(&self) -> String { self.0.clone() }
+//! }
+//!
+//! const TRACKS: Spec = Spec::new("tracks", "playlist_id", "playlists");
+//! let job = Job::Write(Box::new(Request::Insert { parent: 1.into(), at: Placement::Last }));
+//! let mut p = Protocol::<Failed>::new(&Settings::new(TRACKS), Dialect::Sqlite, job, false);
+//! // SQLite: no Galera probe; the adapter opens its own transaction
+//! assert!(matches!(p.next(Feed::Start), Io::Begin));
+//! // then the operation's statements: the lock first
+//! let Io::Execute(lock) = p.next(Feed::Began { nested: false }) else { unreachable!() };
+//! assert!(lock.sql.starts_with("SELECT"));
+//! // a lost connection ends the attempt: roll back, then the failure to return
+//! assert!(matches!(p.next(Feed::Failed(Failed("server closed the connection".into()))), Io::Rollback { .. }));
+//! assert!(matches!(p.next(Feed::Ok), Io::Fail(_)));
+//! ```
+
+use std::time::Duration;
+
+use crate::engine::{Action, Listing, Operation, Outcome, Reply, Settings};
+use crate::error::Error;
+use crate::id::Id;
+use crate::plan::{Read, Request, Row};
+use crate::position::Position;
+use crate::retry::{self, Attempts, Class, Stop};
+use crate::sql::{self, Dialect, Statement};
+use crate::{Changes, verify};
+
+/// What the protocol needs to know of a client's error, beside its text.
+pub trait DbFailure: std::fmt::Display + std::fmt::Debug {
+    /// The engine's message (for Diesel, the database error's own message), which
+    /// classifies it ([`retry::classify_message`]) when the client gives no kind.
+    fn message(&self) -> String;
+
+    /// How it is retried. By default from [`DbFailure::message`].
+    fn class(&self) -> Class {
+        retry::classify_message(&self.message())
+    }
+
+    /// Whether the connection is gone (the server ends the transaction uncommitted).
+    fn is_connection_lost(&self) -> bool {
+        retry::is_connection_lost(&self.message())
+    }
+
+    /// Whether the server stated it (a refusal), rather than the client failing on its
+    /// own: a failed `COMMIT` the server refused is a rollback; any other is an unknown
+    /// outcome.
+    fn is_from_server(&self) -> bool {
+        true
+    }
+}
+
+/// What the protocol runs: a write (one transaction, retried) or a read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Job {
+    /// A write operation.
+    Write(Box<Request>),
+    /// `list`: the collection's items.
+    List(Id),
+    /// `list_versioned`: the items with the collection's version, in one statement.
+    ListVersioned(Id),
+    /// `index_of`: the item's 0-based index.
+    IndexOf(Id),
+    /// `verify`: every row of the collection, checked.
+    Verify(Id),
+    /// `check_schema`: the table's constraints.
+    CheckSchema,
+    /// `check_key_order`: the key column's collation.
+    CheckKeyOrder,
+}
+
+/// What a [`Job`] produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Finished {
+    /// A write's outcome.
+    Outcome(Outcome),
+    /// Item rows.
+    Rows(Vec<Row>),
+    /// A versioned list.
+    Listing(Listing),
+    /// An index.
+    Index(u64),
+    /// A verification report.
+    Report(verify::Report),
+    /// A check passed.
+    Checked,
+}
+
+macro_rules! finished_as {
+    ($($(#[$doc:meta])* $name:ident -> $t:ty = $variant:ident;)*) => {
+        impl Finished {
+            $(
+                $(#[$doc])*
+                pub fn $name(self) -> Result<$t, Error> {
+                    match self {
+                        Finished::$variant(v) => Ok(v),
+                        other => Err(Error::Inconsistent(format!("unexpected result: {other:?}"))),
+                    }
+                }
+            )*
+
+            /// A check's result.
+            pub fn into_checked(self) -> Result<(), Error> {
+                match self {
+                    Finished::Checked => Ok(()),
+                    other => Err(Error::Inconsistent(format!("unexpected result: {other:?}"))),
+                }
+            }
+        }
+    };
+}
+
+finished_as! {
+    /// A write's outcome.
+    into_outcome -> Outcome = Outcome;
+    /// `list`'s rows.
+    into_rows -> Vec<Row> = Rows;
+    /// `list_versioned`'s listing.
+    into_listing -> Listing = Listing;
+    /// `index_of`'s index.
+    into_index -> u64 = Index;
+    /// `verify`'s report.
+    into_report -> verify::Report = Report;
+}
+
+/// What the adapter must do next.
+#[derive(Debug)]
+pub enum Io<E> {
+    /// Execute this statement on the connection (inside the transaction once one is
+    /// open) and feed [`Feed::Reply`] with its decoded result, or [`Feed::Failed`].
+    Execute(Statement),
+    /// Open the library's own transaction (the isolation and mode of
+    /// [`sql::begin_statements`]); inside the caller's transaction open a savepoint
+    /// instead. Feed [`Feed::Began`] saying which, or [`Feed::Failed`].
+    Begin,
+    /// Run the caller's insert of the new row at this collection and position; feed
+    /// [`Feed::Reply`] with [`Reply::Inserted`] (or [`Reply::InsertedId`]).
+    Insert {
+        /// The collection.
+        parent: Id,
+        /// The position.
+        position: Position,
+    },
+    /// Run the caller's hook with the changes; feed [`Feed::Ok`].
+    BeforeCommit(Changes),
+    /// Commit the transaction, or release the savepoint; feed [`Feed::Ok`].
+    Commit {
+        /// A savepoint of the caller's transaction.
+        savepoint: bool,
+        /// A statement follows on the same session ([`sql::galera::unchanged`]), then
+        /// [`Io::Release`]: an adapter whose transaction object hands its connection
+        /// back when it commits sends `COMMIT` as a statement instead.
+        then_check: bool,
+    },
+    /// After a `COMMIT` sent as a statement and its check: close the transaction object
+    /// (nothing is left to commit on the server); feed [`Feed::Ok`].
+    Release,
+    /// Roll the transaction (or savepoint) back; feed [`Feed::Ok`], or [`Feed::Failed`]
+    /// where the client marks its connection unusable after a failed `ROLLBACK`.
+    Rollback {
+        /// A savepoint of the caller's transaction.
+        savepoint: bool,
+    },
+    /// Pause this long before the next attempt, then feed [`Feed::Ok`].
+    Sleep(Duration),
+    /// The job is complete.
+    Done(Finished),
+    /// The job failed: return this.
+    Fail(Failure<E>),
+}
+
+/// What the adapter feeds the protocol.
+#[derive(Debug)]
+pub enum Feed<E> {
+    /// The first call.
+    Start,
+    /// A statement's result, or the caller's insert ran.
+    Reply(Reply),
+    /// A transaction (`nested: false`) or savepoint (`nested: true`) is open.
+    Began {
+        /// Inside the caller's transaction.
+        nested: bool,
+    },
+    /// The step succeeded.
+    Ok,
+    /// The step failed with the client's error.
+    Failed(E),
+    /// The step was refused by the library itself.
+    Refused(Error),
+}
+
+impl<E> From<Result<Reply, E>> for Feed<E> {
+    fn from(r: Result<Reply, E>) -> Self {
+        match r {
+            Ok(reply) => Feed::Reply(reply),
+            Err(e) => Feed::Failed(e),
+        }
+    }
+}
+
+impl<E> From<Result<(), E>> for Feed<E> {
+    fn from(r: Result<(), E>) -> Self {
+        match r {
+            Ok(()) => Feed::Ok,
+            Err(e) => Feed::Failed(e),
+        }
+    }
+}
+
+/// Why a job failed, with the client's error where there is one: each adapter maps it
+/// onto its own `Error` variant of the same name.
+#[derive(Debug)]
+pub enum Failure<E> {
+    /// The library refused the request.
+    Refused(Error),
+    /// The database failed.
+    Database(E),
+    /// Every attempt failed with a retryable error; the last one.
+    RetriesExhausted {
+        /// Attempts made.
+        attempts: u32,
+        /// The last error.
+        last: E,
+    },
+    /// The connection failed during `COMMIT`.
+    CommitUnknown(E),
+    /// The connection failed before `COMMIT`: nothing was applied.
+    ConnectionLost(E),
+    /// SQLite's `database is locked` inside the caller's (DEFERRED) transaction.
+    SqliteDeferred(E),
+}
+
+impl<E: DbFailure> Failure<E> {
+    /// A client error as the adapters report it outside a `COMMIT`: a lost
+    /// connection, or another database failure.
+    pub fn of(e: E) -> Self {
+        if e.is_connection_lost() {
+            Failure::ConnectionLost(e)
+        } else {
+            Failure::Database(e)
+        }
+    }
+
+    /// The failure with the words the adapters' `Error` shows for it.
+    fn describe(&self) -> String {
+        match self {
+            Failure::Refused(e) => e.to_string(),
+            Failure::Database(e) => format!("database error: {e}"),
+            Failure::RetriesExhausted { attempts, last } => {
+                format!("gave up after {attempts} attempts: {last}")
+            }
+            Failure::CommitUnknown(e) => format!(
+                "the commit outcome is unknown ({e}); re-read the collection before retrying"
+            ),
+            Failure::ConnectionLost(e) => format!(
+                "the connection was lost before the commit ({e}); nothing was applied: reconnect and retry"
+            ),
+            Failure::SqliteDeferred(e) => format!("database is locked ({e})"),
+        }
+    }
+
+    fn class(&self, spec: &crate::Spec) -> Class {
+        match self {
+            Failure::Database(e) => retry::refine(spec, &e.to_string(), e.class()),
+            Failure::Refused(e) if e.is_retryable() => Class::Retry,
+            _ => Class::Fatal,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum State {
+    Start,
+    Probe,
+    Begin,
+    Drive,
+    Commit,
+    Committed,
+    Released,
+    /// The check before `ROLLBACK` on a Galera node; `asked` times so far.
+    Escaped {
+        asked: u8,
+    },
+    Rollback,
+    Sleep,
+    /// The schema probe that explains a duplicate.
+    Duplicate,
+    /// A read: a causal read (MySQL) that may fall back to the plain statement.
+    Causal(Statement),
+    Read,
+    /// `index_of`: the count before the item.
+    Count,
+    Over,
+}
+
+/// One job in flight: see the module docs.
+#[derive(Debug)]
+pub struct Protocol<E> {
+    settings: Settings,
+    dialect: Dialect,
+    job: Job,
+    hook: bool,
+    state: State,
+    attempts: Attempts,
+    attempt: u32,
+    galera: bool,
+    nested: bool,
+    op: Option<Operation>,
+    locked: Option<Id>,
+    outcome: Option<Outcome>,
+    failure: Option<Failure<E>>,
+}
+
+impl<E: DbFailure> Protocol<E> {
+    /// The protocol for `job` on `dialect` with `settings`; `hook`: the caller gave a
+    /// `before_commit` hook ([`Io::BeforeCommit`]).
+    pub fn new(settings: &Settings, dialect: Dialect, job: Job, hook: bool) -> Self {
+        Protocol {
+            settings: *settings,
+            dialect,
+            job,
+            hook,
+            state: State::Start,
+            attempts: Attempts::new(settings.retry),
+            attempt: 0,
+            galera: false,
+            nested: false,
+            op: None,
+            locked: None,
+            outcome: None,
+            failure: None,
+        }
+    }
+
+    /// The write's request (`None` for a read).
+    pub fn request(&self) -> Option<&Request> {
+        match &self.job {
+            Job::Write(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The next step, given the result of the last one ([`Feed::Start`] first).
+    pub fn next(&mut self, feed: Feed<E>) -> Io<E> {
+        let state = std::mem::replace(&mut self.state, State::Over);
+        match (state, feed) {
+            (State::Start, _) => self.start(),
+            (State::Probe, feed) => self.probed(feed),
+            (State::Begin, Feed::Began { nested }) => {
+                self.nested = nested;
+                let Job::Write(req) = &self.job else {
+                    return self.fail(Failure::Refused(Error::Inconsistent(
+                        "a read began a transaction".into(),
+                    )));
+                };
+                let mut op = self.settings.operation(self.dialect, req);
+                if self.galera {
+                    op = op.on_galera();
+                }
+                if self.hook {
+                    op = op.with_hook();
+                }
+                self.op = Some(op);
+                self.drive(Reply::None)
+            }
+            (State::Begin, Feed::Failed(e)) => self.settle(Failure::of(e)),
+            (State::Begin, other) => self.unexpected_feed(other),
+            (State::Drive, Feed::Reply(reply)) => self.drive(reply),
+            (State::Drive, Feed::Ok) => self.drive(Reply::None),
+            (State::Drive, Feed::Failed(e)) => self.failing(Failure::of(e)),
+            (State::Drive, Feed::Refused(e)) => self.failing(Failure::Refused(e)),
+            (State::Drive, other) => self.unexpected_feed(other),
+            (State::Commit, Feed::Ok) => {
+                if self.galera && !self.nested {
+                    self.state = State::Committed;
+                    Io::Execute(sql::galera::unchanged())
+                } else {
+                    self.done()
+                }
+            }
+            (State::Commit, Feed::Failed(e)) => {
+                if self.nested {
+                    return self.fail(Failure::of(e));
+                }
+                // a refusal the server stated is a rollback (retried as it says); a
+                // lost connection leaves the outcome unknown
+                if e.is_from_server() && !e.is_connection_lost() {
+                    self.settle(Failure::Database(e))
+                } else {
+                    self.settle(Failure::CommitUnknown(e))
+                }
+            }
+            (State::Commit, other) => self.unexpected_feed(other),
+            // a cluster that aborted the transaction may still answer COMMIT with
+            // success; the GTID tells whether it wrote anything
+            (State::Committed, Feed::Reply(Reply::Count(n))) => {
+                match sql::galera::check_committed(n) {
+                    Ok(()) => {
+                        self.state = State::Released;
+                        Io::Release
+                    }
+                    Err(e) => self.settle(Failure::Refused(e)),
+                }
+            }
+            (State::Committed, Feed::Failed(e)) => self.settle(Failure::CommitUnknown(e)),
+            (State::Committed, other) => self.unexpected_feed(other),
+            (State::Released, Feed::Failed(e)) => {
+                if e.is_connection_lost() {
+                    self.settle(Failure::CommitUnknown(e))
+                } else {
+                    self.settle(Failure::Database(e))
+                }
+            }
+            (State::Released, _) => self.done(),
+            (State::Escaped { asked }, feed) => {
+                let count = match feed {
+                    Feed::Reply(Reply::Count(n)) => Some(n),
+                    // a node that aborted the transaction may answer the next statement
+                    // with that abort's error instead (MariaDB keeps it "for the next
+                    // interaction"): then the check is asked once more, so that an
+                    // escape is never missed
+                    Feed::Failed(_) if asked < 2 => {
+                        self.state = State::Escaped { asked: asked + 1 };
+                        return Io::Execute(sql::galera::unchanged());
+                    }
+                    _ => None,
+                };
+                if let Some(refused) = sql::galera::check_escaped(count, self.locked) {
+                    self.failure = Some(Failure::Refused(refused));
+                }
+                self.rollback()
+            }
+            (State::Rollback, feed) => {
+                let failure = self.take_failure();
+                let failure = match (failure, feed) {
+                    // the server rolls back what it did not commit; part of a
+                    // PartiallyApplied operation is committed, whatever ROLLBACK says
+                    (
+                        f @ (Failure::ConnectionLost(_)
+                        | Failure::Refused(Error::PartiallyApplied { .. })),
+                        _,
+                    ) => f,
+                    // a client that marks its connection broken after a failed ROLLBACK
+                    // (Diesel; Galera answers one with 1213 after an abort): it must be
+                    // replaced
+                    (_, Feed::Failed(rb)) if !self.nested => Failure::ConnectionLost(rb),
+                    (f, _) => f,
+                };
+                if self.nested {
+                    self.fail(failure)
+                } else {
+                    self.settle(failure)
+                }
+            }
+            (State::Sleep, _) => self.start(),
+            (State::Duplicate, feed) => {
+                let failure = self.take_failure();
+                match feed {
+                    Feed::Reply(Reply::Count(n)) => {
+                        match verify::check_unique(self.dialect, &self.settings.spec, n) {
+                            Err(e) => self.fail(Failure::Refused(e)),
+                            Ok(()) => self.fail(failure),
+                        }
+                    }
+                    _ => self.fail(failure),
+                }
+            }
+            (State::Causal(plain), Feed::Failed(e)) if sql::galera::is_not_galera(&e.message()) => {
+                self.state = State::Read;
+                Io::Execute(plain)
+            }
+            (State::Causal(_) | State::Read, Feed::Reply(reply)) => self.read(reply),
+            (State::Causal(_) | State::Read | State::Count, Feed::Failed(e)) => {
+                self.fail(Failure::of(e))
+            }
+            (State::Count, Feed::Reply(Reply::Count(n))) => {
+                self.finish(Finished::Index(u64::try_from(n).unwrap_or(0)))
+            }
+            (State::Count, other) => self.unexpected_feed(other),
+            (State::Causal(_) | State::Read, other) => self.unexpected_feed(other),
+            (State::Over, _) => self.fail(Failure::Refused(Error::Inconsistent(
+                "the protocol was driven past its end".into(),
+            ))),
+        }
+    }
+
+    fn start(&mut self) -> Io<E> {
+        let d = self.dialect;
+        let spec = &self.settings.spec;
+        let s = &self.settings;
+        let read = |st: &mut State, stmt: Statement| {
+            if d == Dialect::Mysql {
+                let causal = sql::galera::causal(&stmt);
+                *st = State::Causal(stmt);
+                Io::Execute(causal)
+            } else {
+                *st = State::Read;
+                Io::Execute(stmt)
+            }
+        };
+        match &self.job {
+            Job::Write(_) => {
+                self.attempt = self.attempts.begin();
+                self.locked = None;
+                self.op = None;
+                // MySQL/MariaDB: is this a Galera node? On one, the probe is also the
+                // causal wait that must come before BEGIN
+                if d == Dialect::Mysql {
+                    self.state = State::Probe;
+                    Io::Execute(sql::galera::probe())
+                } else {
+                    self.began_probe(false)
+                }
+            }
+            Job::List(parent) => match s.scope_key(*parent) {
+                Ok(p) => read(&mut self.state, sql::list(d, spec, p)),
+                Err(e) => self.fail(Failure::Refused(e)),
+            },
+            Job::ListVersioned(parent) => match s.scope_key(*parent) {
+                Ok(p) => read(&mut self.state, sql::list_versioned(d, spec, p)),
+                Err(e) => self.fail(Failure::Refused(e)),
+            },
+            Job::Verify(parent) => match s.scope_key(*parent) {
+                // every row, the ones the row filter leaves out included
+                Ok(p) => read(&mut self.state, sql::list_all(d, spec, p)),
+                Err(e) => self.fail(Failure::Refused(e)),
+            },
+            Job::IndexOf(item) => match s.item_key(*item) {
+                Ok(id) => read(
+                    &mut self.state,
+                    sql::read(d, spec, &Read::Item { id }, false),
+                ),
+                Err(e) => self.fail(Failure::Refused(e)),
+            },
+            Job::CheckSchema => {
+                self.state = State::Read;
+                Io::Execute(sql::schema_probe(d, spec))
+            }
+            Job::CheckKeyOrder if !s.is_key() => self.finish(Finished::Checked),
+            Job::CheckKeyOrder => {
+                self.state = State::Read;
+                Io::Execute(sql::probe_key_order(d, spec, verify::KEY_ORDER_PROBES))
+            }
+        }
+    }
+
+    fn probed(&mut self, feed: Feed<E>) -> Io<E> {
+        match feed {
+            Feed::Reply(Reply::Count(on)) => self.began_probe(on == 1),
+            Feed::Reply(_) => self.began_probe(false),
+            Feed::Failed(e) if sql::galera::is_not_galera(&e.message()) => self.began_probe(false),
+            // classified like any other failure (a causal wait that timed out is a
+            // lock-wait timeout, retried)
+            Feed::Failed(e) => self.settle(Failure::of(e)),
+            other => self.unexpected_feed(other),
+        }
+    }
+
+    fn began_probe(&mut self, galera: bool) -> Io<E> {
+        self.galera = galera;
+        self.attempts.use_policy(self.settings.retry_on(galera));
+        self.state = State::Begin;
+        Io::Begin
+    }
+
+    fn drive(&mut self, reply: Reply) -> Io<E> {
+        let Some(op) = self.op.as_mut() else {
+            return self.fail(Failure::Refused(Error::Inconsistent(
+                "an operation driven before its transaction".into(),
+            )));
+        };
+        let action = op.next(reply);
+        self.locked = op.locked().first().copied();
+        match action {
+            Ok(Action::Execute(stmt)) => {
+                self.state = State::Drive;
+                Io::Execute(stmt)
+            }
+            Ok(Action::Insert { parent, position }) => {
+                self.state = State::Drive;
+                Io::Insert { parent, position }
+            }
+            Ok(Action::BeforeCommit(changes)) => {
+                self.state = State::Drive;
+                Io::BeforeCommit(changes)
+            }
+            Ok(Action::Done(outcome)) => {
+                self.outcome = Some(outcome);
+                self.state = State::Commit;
+                Io::Commit {
+                    savepoint: self.nested,
+                    then_check: self.galera && !self.nested,
+                }
+            }
+            Err(e) => self.failing(Failure::Refused(e)),
+        }
+    }
+
+    /// A failed attempt inside the transaction: the Galera check, then `ROLLBACK`.
+    fn failing(&mut self, failure: Failure<E>) -> Io<E> {
+        let lost = matches!(failure, Failure::ConnectionLost(_));
+        self.failure = Some(failure);
+        // on a node, a failure may follow statements that escaped the transaction:
+        // then it is PartiallyApplied, never retried
+        if self.galera && !self.nested && !lost {
+            self.state = State::Escaped { asked: 1 };
+            return Io::Execute(sql::galera::unchanged());
+        }
+        self.rollback()
+    }
+
+    fn rollback(&mut self) -> Io<E> {
+        // a failed operation leaves nothing behind; on MySQL this also ends a
+        // transaction that a lock-wait timeout left open
+        self.state = State::Rollback;
+        Io::Rollback {
+            savepoint: self.nested,
+        }
+    }
+
+    fn take_failure(&mut self) -> Failure<E> {
+        self.failure.take().unwrap_or_else(|| {
+            Failure::Refused(Error::Inconsistent("a failure without its error".into()))
+        })
+    }
+
+    /// The end of a failed attempt of the library's own: retried after a pause, or
+    /// the failure to return.
+    fn settle(&mut self, failure: Failure<E>) -> Io<E> {
+        if self.nested {
+            return self.fail(failure);
+        }
+        // the connection is gone: retrying on it cannot help
+        if matches!(failure, Failure::ConnectionLost(_)) {
+            return self.fail(failure);
+        }
+        let spec = self.settings.spec;
+        let class = failure.class(&spec);
+        // a duplicate on a key the spec does not name: the caller's row, or a unique
+        // index on (scope, position) under another name, which the schema probe tells
+        if matches!(&failure, Failure::Database(e) if e.class() == Class::RetryOnce)
+            && class == Class::Fatal
+        {
+            return self.duplicate(failure);
+        }
+        match self.attempts.after_failure(class) {
+            Ok(pause) => {
+                if let Job::Write(req) = &self.job {
+                    crate::observe::retried(&spec, req, self.attempt, &failure.describe());
+                }
+                self.state = State::Sleep;
+                Io::Sleep(pause)
+            }
+            Err(Stop::Exhausted) => self.fail(match failure {
+                Failure::Database(last) => Failure::RetriesExhausted {
+                    attempts: self.attempt,
+                    last,
+                },
+                other => other,
+            }),
+            // a bug, a table changed behind the library's back, or (the probe tells) a
+            // constraint that cannot be deferred
+            Err(Stop::DuplicateAgain) => {
+                let refused = Failure::Refused(Error::Inconsistent(format!(
+                    "a duplicate position survived a retry ({})",
+                    failure.describe()
+                )));
+                self.duplicate(refused)
+            }
+            Err(Stop::Fatal) => self.fail(failure),
+        }
+    }
+
+    fn duplicate(&mut self, failure: Failure<E>) -> Io<E> {
+        self.failure = Some(failure);
+        self.state = State::Duplicate;
+        Io::Execute(sql::schema_probe(self.dialect, &self.settings.spec))
+    }
+
+    fn done(&mut self) -> Io<E> {
+        let mut outcome = self.outcome.take().unwrap_or_default();
+        outcome.attempts = self.attempt;
+        self.finish(Finished::Outcome(outcome))
+    }
+
+    fn finish(&mut self, f: Finished) -> Io<E> {
+        self.state = State::Over;
+        Io::Done(f)
+    }
+
+    fn fail(&mut self, failure: Failure<E>) -> Io<E> {
+        self.state = State::Over;
+        // SQLite inside the caller's DEFERRED transaction: no wait helps
+        let failure = match failure {
+            Failure::Database(e)
+                if self.nested
+                    && self.dialect == Dialect::Sqlite
+                    && retry::reason(&e.to_string()) == "busy" =>
+            {
+                Failure::SqliteDeferred(e)
+            }
+            other => other,
+        };
+        Io::Fail(failure)
+    }
+
+    fn read(&mut self, reply: Reply) -> Io<E> {
+        let spec = &self.settings.spec;
+        let result = match (&self.job, reply) {
+            (Job::List(_), Reply::Rows(rows)) => Ok(Finished::Rows(rows)),
+            (Job::Verify(_), Reply::Rows(rows)) => {
+                Ok(Finished::Report(verify::verify(spec, &rows)))
+            }
+            (Job::ListVersioned(parent), reply) => {
+                Listing::from_reply(spec, *parent, reply).map(Finished::Listing)
+            }
+            (Job::IndexOf(item), Reply::Rows(rows)) => match rows.into_iter().next() {
+                Some(row) => {
+                    self.state = State::Count;
+                    return Io::Execute(sql::count_before(
+                        self.dialect,
+                        spec,
+                        row.parent,
+                        &row.position,
+                    ));
+                }
+                None => Err(Error::NotFound { id: *item }),
+            },
+            (Job::CheckSchema, Reply::Count(n)) => {
+                verify::check_schema(self.dialect, spec, n).map(|()| Finished::Checked)
+            }
+            (Job::CheckKeyOrder, Reply::Rows(rows)) => {
+                verify::check_key_order(spec, &rows).map(|()| Finished::Checked)
+            }
+            (_, other) => Err(unexpected(&other)),
+        };
+        match result {
+            Ok(f) => self.finish(f),
+            Err(e) => self.fail(Failure::Refused(e)),
+        }
+    }
+
+    fn unexpected_feed(&mut self, feed: Feed<E>) -> Io<E> {
+        let failure = match feed {
+            Feed::Failed(e) => Failure::of(e),
+            Feed::Refused(e) => Failure::Refused(e),
+            Feed::Reply(r) => Failure::Refused(unexpected(&r)),
+            other => Failure::Refused(Error::Inconsistent(format!(
+                "unexpected step result: {}",
+                feed_name(&other)
+            ))),
+        };
+        if matches!(self.job, Job::Write(_)) && self.op.is_some() {
+            return self.failing(failure);
+        }
+        self.fail(failure)
+    }
+}
+
+fn feed_name<E>(f: &Feed<E>) -> &'static str {
+    match f {
+        Feed::Start => "start",
+        Feed::Reply(_) => "reply",
+        Feed::Began { .. } => "began",
+        Feed::Ok => "ok",
+        Feed::Failed(_) => "failed",
+        Feed::Refused(_) => "refused",
+    }
+}
+
+fn unexpected(r: &Reply) -> Error {
+    Error::Inconsistent(format!("unexpected reply from the connection: {r:?}"))
+}
