@@ -114,6 +114,25 @@ impl InsertedId {
     }
 }
 
+/// What an insert returns: the caller's own result and the operation's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inserted<T> {
+    /// What the insert closure returned (typically the new row or its id).
+    pub value: T,
+    /// Position, new version, rows written.
+    pub outcome: Outcome,
+}
+
+impl<T> Inserted<T> {
+    /// The insert's outcome with the closure's value (`None`: the insert never ran,
+    /// which the protocol rules out).
+    #[doc(hidden)]
+    pub fn of(outcome: Outcome, value: Option<T>) -> Result<Self, Error> {
+        let value = value.ok_or_else(|| Error::Inconsistent("the insert did not run".into()))?;
+        Ok(Inserted { value, outcome })
+    }
+}
+
 /// What an operation did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

@@ -53,7 +53,9 @@ pub mod verify;
 pub use id::{Id, Key, KeyTooLong, KeyType, MAX_TEXT_KEY, ScopeKey, WrongKey};
 
 pub use changes::{Change, Changes};
-pub use engine::{Action, Controls, FinalStatement, Listing, Operation, Outcome, Reply, Settings};
+pub use engine::{
+    Action, Controls, FinalStatement, Inserted, Listing, Operation, Outcome, Reply, Settings,
+};
 pub use error::Error;
 pub use key::KeyError;
 pub use plan::{Passes, Placement, Plan, Request, Row, Write};

@@ -53,13 +53,13 @@ use std::pin::Pin;
 use diesel::result::{Error as DieselError, QueryResult};
 use ordered_core::adapter::{Feed, Finished, Io, Job, Protocol, Settings};
 use ordered_core::{
-    Changes, Dialect, Id, Ordered, Outcome, Placement, Reply, Request, Spec, Statement, Wire,
-    observe, sql,
+    Changes, Dialect, Id, Inserted, Ordered, Outcome, Placement, Reply, Request, Spec, Statement,
+    Wire, sql,
 };
 use tracing::Instrument;
 
 use crate::error::{Db, Result};
-use crate::ops::{Inserted, Slot};
+use crate::ops::Slot;
 
 /// What an insert closure returns: a boxed future of the caller's own insert, which
 /// borrows the connection (`|conn, slot| Box::pin(async move { ... })`).
@@ -302,23 +302,16 @@ impl Ordering {
         H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
         T: Send,
     {
-        let span = observe::span(&self.s.spec, &req);
         let p = Protocol::new(
             &self.s,
             C::DIALECT,
-            Job::Write(Box::new(req.clone())),
+            Job::Write(Box::new(req)),
             hook.is_some(),
         );
-        let result = drive(conn, self.s.wire(), p, insert, hook)
-            .instrument(span.clone())
-            .await
-            .and_then(|(f, v)| Ok((f.into_outcome()?, v)));
-        let reported = match &result {
-            Ok((o, _)) => Ok(o),
-            Err(e) => Err(e.code()),
-        };
-        observe::finished(&span, &self.s.spec, &req, reported);
-        result
+        let span = p.span().clone();
+        let drive = drive(conn, self.s.wire(), p, insert, hook);
+        let (f, value) = drive.instrument(span).await?;
+        Ok((f.into_outcome()?, value))
     }
 
     async fn read<C: AsyncOrderedConnection>(&self, conn: &mut C, job: Job) -> Result<Finished> {
@@ -373,7 +366,7 @@ impl Ordering {
         let (outcome, value) = self
             .execute(conn, req, Some(insert), Some(before_commit))
             .await?;
-        Inserted::of(outcome, value)
+        Ok(Inserted::of(outcome, value)?)
     }
 
     /// Inserts a row at any [`Placement`] of `parent`'s list: `insert` runs your own
@@ -396,7 +389,7 @@ impl Ordering {
         let (outcome, value) = self
             .execute::<C, T, F, NoHook<C>>(conn, req, Some(insert), None)
             .await?;
-        Inserted::of(outcome, value)
+        Ok(Inserted::of(outcome, value)?)
     }
 
     ordered_core::operations! {
@@ -438,15 +431,9 @@ where
             Io::Insert { parent, position } => match insert.as_mut() {
                 Some(f) => {
                     let slot = Slot::new(parent, position);
-                    match f(conn, slot.clone()).await {
-                        Ok(v) => {
-                            value = Some(v);
-                            Feed::Reply(slot.reply())
-                        }
-                        Err(e) => Feed::Failed(Db(e)),
-                    }
+                    Feed::inserted(slot.reply(), f(conn, slot).await.map_err(Db), &mut value)
                 }
-                None => Feed::Refused(crate::ops::no_insert()),
+                None => Feed::no_insert(),
             },
             Io::BeforeCommit(changes) => match hook.as_mut() {
                 Some(h) => h(conn, &changes).await.map_err(Db).into(),

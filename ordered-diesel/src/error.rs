@@ -1,7 +1,7 @@
 //! The adapter's error type.
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
-use ordered_core::adapter::Failure;
+use ordered_core::adapter::{Failure, Kind};
 pub use ordered_core::error::Status;
 
 /// The result type of this crate.
@@ -60,18 +60,23 @@ pub(crate) fn classify(e: &DieselError) -> Class {
 }
 
 impl Error {
+    fn kind(&self) -> Kind<'_> {
+        match self {
+            Error::Ordering(e) => Kind::Refused(e),
+            Error::Database(e) => Kind::Database {
+                retryable: classify(e) == Class::Retry,
+            },
+            Error::RetriesExhausted { .. } => Kind::RetriesExhausted,
+            Error::CommitUnknown(_) => Kind::CommitUnknown,
+            Error::ConnectionLost(_) => Kind::ConnectionLost,
+        }
+    }
+
     /// Whether running the whole operation again may succeed. Inside your own
     /// transaction the library does not retry (it cannot restart a transaction it does
     /// not own): roll back and retry the transaction yourself when this is true.
     pub fn is_retryable(&self) -> bool {
-        match self {
-            // a duplicate is not: the library retries one on the position key itself
-            // (then reports Inconsistent), and one on another key is the caller's row
-            Error::Database(e) => classify(e) == Class::Retry,
-            Error::Ordering(e) => e.is_retryable(),
-            Error::ConnectionLost(_) => true,
-            _ => false,
-        }
+        self.kind().is_retryable()
     }
 
     /// The ordering refusal, if that is what this is.
@@ -87,14 +92,7 @@ impl Error {
     /// `not_found`, ...), or for a database failure `database_busy` (retryable),
     /// `database_error`, `retries_exhausted`, `commit_unknown`, `connection_lost`.
     pub fn code(&self) -> &'static str {
-        match self {
-            Error::Ordering(e) => e.code(),
-            Error::Database(_) if self.is_retryable() => "database_busy",
-            Error::Database(_) => "database_error",
-            Error::RetriesExhausted { .. } => "retries_exhausted",
-            Error::CommitUnknown(_) => "commit_unknown",
-            Error::ConnectionLost(_) => "connection_lost",
-        }
+        self.kind().code()
     }
 
     /// What the failure means for the client ([`Status::http`] maps it to HTTP):
@@ -109,13 +107,7 @@ impl Error {
     /// assert_eq!((e.code(), e.status().http()), ("version_conflict", 409));
     /// ```
     pub fn status(&self) -> Status {
-        match self {
-            Error::Ordering(e) => e.status(),
-            Error::Database(_) if self.is_retryable() => Status::RetryLater,
-            Error::Database(_) => Status::Internal,
-            Error::RetriesExhausted { .. } | Error::ConnectionLost(_) => Status::RetryLater,
-            Error::CommitUnknown(_) => Status::Conflict,
-        }
+        self.kind().status()
     }
 }
 

@@ -125,7 +125,7 @@ mod ops;
 pub use conn::OrderedConnection;
 pub use error::{Error, Result, Status};
 pub use keys::{KeyColumn, KeyField};
-pub use ops::{Inserted, OrderedDsl, Ordering, Slot};
+pub use ops::{DieselSlot, OrderedDsl, Ordering, Slot};
 /// Derives [`Ordered`] for a Diesel model; see the crate docs for its attributes.
 pub use ordered_diesel_derive::Ordered;
 
@@ -136,8 +136,8 @@ pub use ordered_core::key;
 /// The statements the library runs, per engine (for inspection and logging).
 pub use ordered_core::sql;
 pub use ordered_core::{
-    Dense, Dialect, Fractional, Gapped, Id, Key, KeyType, Listing, MAX_POSITION, MIN_POSITION,
-    NullScope, Ordered, Outcome, Placement, Position, PositionKind, PositionStrategy,
+    Dense, Dialect, Fractional, Gapped, Id, Inserted, Key, KeyType, Listing, MAX_POSITION,
+    MIN_POSITION, NullScope, Ordered, Outcome, Placement, Position, PositionKind, PositionStrategy,
     RebalancePolicy, Report, Request, RetryPolicy, Row, ScopeColumn, ScopeKey, Spec,
 };
 

@@ -3,103 +3,28 @@
 
 use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::result::{DatabaseErrorKind, Error as DieselError, QueryResult};
-use ordered_core::adapter::{Feed, Finished, Io, Job, Protocol, Settings, Wire};
+use ordered_core::adapter::{Feed, Finished, Io, Job, Protocol, Settings, SlotError, Wire};
 use ordered_core::retry::is_connection_lost;
 use ordered_core::{
-    Changes, Id, Listing, Ordered, Outcome, Placement, Position, Report, Request, Row, Spec,
-    observe,
+    Changes, Id, Inserted, Listing, Ordered, Outcome, Placement, Report, Request, Row, Spec,
 };
 
 use crate::conn::OrderedConnection;
 use crate::error::{Db, Result};
 
-/// Where the caller's insert must put the new row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Slot {
-    /// The collection (parent key).
-    pub parent: Id,
-    /// The position.
-    pub position: Position,
-    id: ordered_core::engine::InsertedId,
-}
+/// Where the caller's insert must put the new row: the collection and the position,
+/// read in the model's own types with [`Slot::scope`], [`Slot::int`] and [`Slot::key`]
+/// (a Diesel error, usable with `?`, if the type does not fit).
+pub type Slot = ordered_core::adapter::Slot<DieselSlot>;
 
-impl Slot {
-    pub(crate) fn new(parent: impl Into<Id>, position: Position) -> Slot {
-        let parent = parent.into();
-        Slot {
-            parent,
-            position,
-            id: Default::default(),
-        }
-    }
+/// The Diesel adapter's [`Slot`]s report with Diesel's errors.
+#[derive(Debug)]
+pub enum DieselSlot {}
 
-    /// Tells the library the id of the row your insert created (from `RETURNING id` on
-    /// PostgreSQL and SQLite), which saves the statement that reads it back by
-    /// its slot for the outcome's changes. It must be the new row's id: the changes and
-    /// the hook report it as given (for an association table, [`Spec::link`], the
-    /// pair of its list and its own key: `Id::from((playlist, track))`).
-    pub fn inserted_id(&self, id: impl Into<Id>) {
-        let id = id.into();
-        self.id.set(id);
-    }
-
-    pub(crate) fn reply(&self) -> ordered_core::Reply {
-        self.id.reply()
-    }
-
-    /// The collection key as the model's scope type (`i64`, `i32`, `i16`, `Uuid` or
-    /// `String`), for the insert's `scope.eq(...)`. An error, usable with `?` in the
-    /// insert closure, if the key is of another type.
-    ///
-    /// ```
-    /// # use ordered_diesel::{Id, Slot};
-    /// fn scope_of(slot: &Slot) -> diesel::QueryResult<i64> {
-    ///     slot.scope::<i64>()
-    /// }
-    /// ```
-    pub fn scope<K: ordered_core::ScopeKey>(&self) -> QueryResult<K> {
-        K::from_scope(self.parent).ok_or_else(|| {
-            DieselError::SerializationError(
-                format!(
-                    "the collection key {} is not of the type asked for",
-                    self.parent
-                )
-                .into(),
-            )
-        })
-    }
-
-    /// The position as an integer (gapped and dense strategies). An error, usable with
-    /// `?` in the insert closure, if the table stores keys.
-    pub fn int(&self) -> QueryResult<i64> {
-        self.position.as_int().ok_or_else(|| {
-            DieselError::SerializationError("the position is a key, not an integer".into())
-        })
-    }
-
-    /// The position as a fractional key. An error, usable with `?` in the insert
-    /// closure, if the table stores integers.
-    pub fn key(&self) -> QueryResult<String> {
-        self.position.as_key().map(str::to_owned).ok_or_else(|| {
-            DieselError::SerializationError("the position is an integer, not a key".into())
-        })
-    }
-}
-
-/// What an insert returns: the caller's own result and the operation's outcome.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Inserted<T> {
-    /// What the insert closure returned (typically the new row or its id).
-    pub value: T,
-    /// Position, new version, rows written.
-    pub outcome: Outcome,
-}
-
-impl<T> Inserted<T> {
-    pub(crate) fn of(outcome: Outcome, value: Option<T>) -> Result<Self> {
-        let value = value
-            .ok_or_else(|| ordered_core::Error::Inconsistent("the insert did not run".into()))?;
-        Ok(Inserted { value, outcome })
+impl SlotError for DieselSlot {
+    type Error = DieselError;
+    fn error(message: String) -> DieselError {
+        DieselError::SerializationError(message.into())
     }
 }
 
@@ -153,23 +78,16 @@ impl Ordering {
     where
         C: OrderedConnection,
     {
-        let span = observe::span(&self.s.spec, &req);
-        let _entered = span.enter();
-        let has_hook = hook.is_some();
         let p = Protocol::new(
             &self.s,
             C::DIALECT,
-            Job::Write(Box::new(req.clone())),
-            has_hook,
+            Job::Write(Box::new(req)),
+            hook.is_some(),
         );
-        let result = drive(conn, self.s.wire(), p, insert, hook)
-            .and_then(|(f, v)| Ok((f.into_outcome()?, v)));
-        let reported = match &result {
-            Ok((o, _)) => Ok(o),
-            Err(e) => Err(e.code()),
-        };
-        observe::finished(&span, &self.s.spec, &req, reported);
-        result
+        let span = p.span().clone();
+        let _entered = span.enter();
+        let (f, value) = drive(conn, self.s.wire(), p, insert, hook)?;
+        Ok((f.into_outcome()?, value))
     }
 
     fn read<C: OrderedConnection>(&self, conn: &mut C, job: Job) -> Result<Finished> {
@@ -197,7 +115,7 @@ impl Ordering {
         let parent = parent.into();
         let (outcome, value) =
             self.execute(conn, Request::Insert { parent, at }, Some(&mut f), None)?;
-        Inserted::of(outcome, value)
+        Ok(Inserted::of(outcome, value)?)
     }
 
     /// [`Ordering::insert`] with a hook: `before_commit` runs your own statements (an
@@ -226,7 +144,7 @@ impl Ordering {
             Some(&mut insert),
             Some(&mut before_commit),
         )?;
-        Inserted::of(outcome, value)
+        Ok(Inserted::of(outcome, value)?)
     }
 
     /// Runs any request but an insert ([`Ordering::insert_with`]) with a hook:
@@ -307,15 +225,9 @@ where
             Io::Insert { parent, position } => match insert.as_mut() {
                 Some(f) => {
                     let slot = Slot::new(parent, position);
-                    match f(conn, slot.clone()) {
-                        Ok(v) => {
-                            value = Some(v);
-                            Feed::Reply(slot.reply())
-                        }
-                        Err(e) => Feed::Failed(Db(e)),
-                    }
+                    Feed::inserted(slot.reply(), f(conn, slot).map_err(Db), &mut value)
                 }
-                None => Feed::Refused(no_insert()),
+                None => Feed::no_insert(),
             },
             Io::BeforeCommit(changes) => match hook.as_mut() {
                 Some(h) => h(conn, &changes).map_err(Db).into(),
@@ -339,11 +251,6 @@ where
             Io::Fail(f) => return Err(f.into()),
         };
     }
-}
-
-/// The protocol asked for an insert the caller gave no closure for.
-pub(crate) fn no_insert() -> ordered_core::Error {
-    ordered_core::Error::Inconsistent("an insert without a row to insert".into())
 }
 
 /// Whether the connection itself failed (the server ends the transaction uncommitted),

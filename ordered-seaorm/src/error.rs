@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use sea_orm::DbErr;
 
-use ordered_core::adapter::Failure;
+use ordered_core::adapter::{Class, Failure, Kind};
 pub use ordered_core::error::Status;
+use ordered_core::retry::classify_message;
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -54,21 +55,24 @@ pub enum Error {
 }
 
 impl Error {
+    fn kind(&self) -> Kind<'_> {
+        match self {
+            Error::Ordering(e) => Kind::Refused(e),
+            Error::Database(e) => Kind::Database {
+                retryable: classify_message(&e.to_string()) == Class::Retry,
+            },
+            Error::RetriesExhausted { .. } => Kind::RetriesExhausted,
+            Error::CommitUnknown(_) => Kind::CommitUnknown,
+            Error::ConnectionLost(_) => Kind::ConnectionLost,
+            Error::SqliteDeferred(_) => Kind::SqliteDeferred,
+        }
+    }
+
     /// Whether running the whole operation again may succeed. Inside your own
     /// transaction the library does not retry: roll back and retry yours when this is
     /// true.
     pub fn is_retryable(&self) -> bool {
-        match self {
-            // a duplicate is not: the library retries one on the position key itself
-            // (then reports Inconsistent), and one on another key is the caller's row
-            Error::Database(e) => {
-                ordered_core::retry::classify_message(&e.to_string())
-                    == ordered_core::retry::Class::Retry
-            }
-            Error::Ordering(e) => e.is_retryable(),
-            Error::ConnectionLost(_) | Error::SqliteDeferred(_) => true,
-            _ => false,
-        }
+        self.kind().is_retryable()
     }
 
     /// A stable machine-readable code: the refusal's
@@ -77,15 +81,7 @@ impl Error {
     /// `database_error`, `retries_exhausted`, `commit_unknown`, `connection_lost`,
     /// `sqlite_deferred`. The same codes as `ordered-diesel`.
     pub fn code(&self) -> &'static str {
-        match self {
-            Error::Ordering(e) => e.code(),
-            Error::Database(_) if self.is_retryable() => "database_busy",
-            Error::Database(_) => "database_error",
-            Error::RetriesExhausted { .. } => "retries_exhausted",
-            Error::CommitUnknown(_) => "commit_unknown",
-            Error::ConnectionLost(_) => "connection_lost",
-            Error::SqliteDeferred(_) => "sqlite_deferred",
-        }
+        self.kind().code()
     }
 
     /// What the failure means for the client ([`Status::http`] maps it to HTTP): a
@@ -101,15 +97,7 @@ impl Error {
     /// assert_eq!(e.to_string(), "item 4 and item 6 are no longer next to each other: the list changed, re-read it");
     /// ```
     pub fn status(&self) -> Status {
-        match self {
-            Error::Ordering(e) => e.status(),
-            Error::Database(_) if self.is_retryable() => Status::RetryLater,
-            Error::Database(_) => Status::Internal,
-            Error::RetriesExhausted { .. }
-            | Error::ConnectionLost(_)
-            | Error::SqliteDeferred(_) => Status::RetryLater,
-            Error::CommitUnknown(_) => Status::Conflict,
-        }
+        self.kind().status()
     }
 
     /// The ordering refusal, if that is what this is.

@@ -78,8 +78,7 @@ mod ops;
 
 pub use error::{Error, Result, Status, refusal};
 pub use ops::{
-    HookFuture, InsertFuture, Inserted, OrderedConnection, Ordering, Slot, begin, dialect,
-    key_value,
+    HookFuture, InsertFuture, OrderedConnection, Ordering, SeaSlot, Slot, begin, dialect, key_value,
 };
 /// Derives [`OrderedEntity`] for the `Entity` of a SeaORM `Model`.
 pub use ordered_seaorm_derive::DeriveOrdered;
@@ -87,9 +86,9 @@ pub use ordered_seaorm_derive::DeriveOrdered;
 pub use ordered_core::Error as OrderingError;
 pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
 pub use ordered_core::{
-    Dense, Dialect, Fractional, Gapped, Id, Key, KeyType, Listing, MAX_POSITION, MIN_POSITION,
-    NullScope, Outcome, Placement, Position, PositionKind, PositionStrategy, RebalancePolicy,
-    Report, Request, RetryPolicy, Row, ScopeColumn, ScopeKey, Spec, key, sql,
+    Dense, Dialect, Fractional, Gapped, Id, Inserted, Key, KeyType, Listing, MAX_POSITION,
+    MIN_POSITION, NullScope, Outcome, Placement, Position, PositionKind, PositionStrategy,
+    RebalancePolicy, Report, Request, RetryPolicy, Row, ScopeColumn, ScopeKey, Spec, key, sql,
 };
 
 /// A model field type that can hold an ordered table's keys (the primary key and the

@@ -5,10 +5,10 @@ use std::any::TypeId;
 use std::future::Future;
 use std::pin::Pin;
 
-use ordered_core::adapter::{Arg, Feed, Finished, Io, Job, Protocol, Returns, Settings};
+use ordered_core::adapter::{Arg, Feed, Finished, Io, Job, Protocol, Returns, Settings, SlotError};
 use ordered_core::{
-    Changes, Dialect, Id, Outcome, Placement, Position, Reply, Request, Row, Spec, Statement, Wire,
-    observe,
+    Changes, Dialect, Id, Inserted, Outcome, Placement, Position, Reply, Request, Row, Spec,
+    Statement, Wire,
 };
 use sea_orm::{
     ActiveModelBehavior, ActiveModelTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr,
@@ -20,77 +20,20 @@ use tracing::Instrument;
 use crate::OrderedEntity;
 use crate::error::{Db, Error, Result};
 
-/// Where the caller's insert must put the new row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Slot {
-    /// The collection (parent key).
-    pub parent: Id,
-    /// The position.
-    pub position: Position,
-    id: ordered_core::engine::InsertedId,
-}
+/// Where the caller's insert must put the new row: the collection and the position,
+/// read in the model's own types with [`Slot::scope`], [`Slot::int`] and [`Slot::key`]
+/// (a `DbErr`, usable with `?`, if the type does not fit).
+pub type Slot = ordered_core::adapter::Slot<SeaSlot>;
 
-impl Slot {
-    pub(crate) fn new(parent: impl Into<Id>, position: Position) -> Slot {
-        let parent = parent.into();
-        Slot {
-            parent,
-            position,
-            id: Default::default(),
-        }
+/// The SeaORM adapter's [`Slot`]s report with SeaORM's errors.
+#[derive(Debug)]
+pub enum SeaSlot {}
+
+impl SlotError for SeaSlot {
+    type Error = DbErr;
+    fn error(message: String) -> DbErr {
+        DbErr::Type(message)
     }
-
-    /// Tells the library the id of the row your insert created (from `RETURNING id` on
-    /// PostgreSQL and SQLite), which saves the statement that reads it back by
-    /// its slot for the outcome's changes. It must be the new row's id: the changes and
-    /// the hook report it as given (for an association table, [`Spec::link`], the
-    /// pair of its list and its own key: `Id::from((playlist, track))`).
-    pub fn inserted_id(&self, id: impl Into<Id>) {
-        let id = id.into();
-        self.id.set(id);
-    }
-
-    pub(crate) fn reply(&self) -> ordered_core::Reply {
-        self.id.reply()
-    }
-
-    /// The collection key as the model's scope type (`i64`, `i32`, `i16`, `Uuid` or
-    /// `String`), for the insert's scope field; an error usable with `?` in the insert
-    /// closure if the key is of another type.
-    pub fn scope<K: ordered_core::ScopeKey>(&self) -> Result<K, DbErr> {
-        K::from_scope(self.parent).ok_or_else(|| {
-            DbErr::Type(format!(
-                "the collection key {} is not of the type asked for",
-                self.parent
-            ))
-        })
-    }
-
-    /// The position as an integer (gapped and dense strategies); an error usable with
-    /// `?` in the insert closure if the table stores keys.
-    pub fn int(&self) -> Result<i64, DbErr> {
-        self.position
-            .as_int()
-            .ok_or_else(|| DbErr::Type("the position is a key, not an integer".into()))
-    }
-
-    /// The position as a fractional key; an error usable with `?` if the table stores
-    /// integers.
-    pub fn key(&self) -> Result<String, DbErr> {
-        self.position
-            .as_key()
-            .map(str::to_owned)
-            .ok_or_else(|| DbErr::Type("the position is an integer, not a key".into()))
-    }
-}
-
-/// What an insert returns: the caller's own result and the operation's outcome.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Inserted<T> {
-    /// What the insert closure returned (typically the new model).
-    pub value: T,
-    /// Position, new version, rows written.
-    pub outcome: Outcome,
 }
 
 /// The future an insert closure returns.
@@ -322,24 +265,13 @@ impl Ordering {
         H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
         T: Send,
     {
-        let span = observe::span(&self.s.spec, &req);
         let d = dialect(db.get_database_backend())?;
-        let p = Protocol::new(
-            &self.s,
-            d,
-            Job::Write(Box::new(req.clone())),
-            hook.is_some(),
-        );
-        let result = drive(db, self.s.wire(), p, insert, hook)
-            .instrument(span.clone())
-            .await
-            .and_then(|(f, v)| Ok((f.into_outcome()?, v)));
-        let reported = match &result {
-            Ok((o, _)) => Ok(o),
-            Err(e) => Err(e.code()),
-        };
-        observe::finished(&span, &self.s.spec, &req, reported);
-        result
+        let p = Protocol::new(&self.s, d, Job::Write(Box::new(req)), hook.is_some());
+        let span = p.span().clone();
+        let (f, value) = drive(db, self.s.wire(), p, insert, hook)
+            .instrument(span)
+            .await?;
+        Ok((f.into_outcome()?, value))
     }
 
     /// A read: statements outside any transaction, on any connection.
@@ -437,9 +369,7 @@ impl Ordering {
                 Some(before_commit),
             )
             .await?;
-        let value = value
-            .ok_or_else(|| ordered_core::Error::Inconsistent("the insert did not run".into()))?;
-        Ok(Inserted { value, outcome })
+        Ok(Inserted::of(outcome, value)?)
     }
 
     /// Inserts a row at any [`Placement`] of `parent`'s list (the named `insert_*`
@@ -460,9 +390,7 @@ impl Ordering {
         let (outcome, value) = self
             .execute::<C, T, F, NoHook>(db, Request::Insert { parent, at }, Some(f), None)
             .await?;
-        let value = value
-            .ok_or_else(|| ordered_core::Error::Inconsistent("the insert did not run".into()))?;
-        Ok(Inserted { value, outcome })
+        Ok(Inserted::of(outcome, value)?)
     }
 }
 
@@ -685,17 +613,9 @@ where
             Io::Insert { parent, position } => match (insert.as_mut(), &txn) {
                 (Some(f), Some(t)) => {
                     let slot = Slot::new(parent, position);
-                    match f(t, slot.clone()).await {
-                        Ok(v) => {
-                            value = Some(v);
-                            Feed::Reply(slot.reply())
-                        }
-                        Err(e) => Feed::Failed(Db(e)),
-                    }
+                    Feed::inserted(slot.reply(), f(t, slot).await.map_err(Db), &mut value)
                 }
-                _ => Feed::Refused(ordered_core::Error::Inconsistent(
-                    "an insert without a row to insert".into(),
-                )),
+                _ => Feed::no_insert(),
             },
             Io::BeforeCommit(changes) => match (hook.as_mut(), &txn) {
                 (Some(h), Some(t)) => h(t, &changes).await.map_err(Db).into(),

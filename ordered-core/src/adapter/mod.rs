@@ -16,8 +16,10 @@
 
 mod catalogue;
 mod protocol;
+mod slot;
 
-pub use protocol::{DbFailure, Failure, Feed, Finished, Io, Job, Protocol};
+pub use protocol::{DbFailure, Failure, Feed, Finished, Io, Job, Kind, Protocol};
+pub use slot::{Slot, SlotError};
 
 pub use crate::engine::{Action, Controls, FinalStatement, InsertedId, Operation, Reply, Settings};
 pub use crate::retry::Class;

@@ -38,7 +38,7 @@
 use std::time::Duration;
 
 use crate::engine::{Action, Listing, Operation, Outcome, Reply, Settings};
-use crate::error::Error;
+use crate::error::{Error, Status};
 use crate::id::Id;
 use crate::plan::{Read, Request, Row};
 use crate::position::Position;
@@ -209,6 +209,27 @@ pub enum Feed<E> {
     Refused(Error),
 }
 
+impl<E> Feed<E> {
+    /// The feed after the caller's insert ran, its value kept in `value`; `reply` is
+    /// [`Slot::reply`](super::Slot::reply).
+    pub fn inserted<T>(reply: Reply, result: Result<T, E>, value: &mut Option<T>) -> Self {
+        match result {
+            Ok(v) => {
+                *value = Some(v);
+                Feed::Reply(reply)
+            }
+            Err(e) => Feed::Failed(e),
+        }
+    }
+
+    /// The feed for an insert the caller gave no closure for.
+    pub fn no_insert() -> Self {
+        Feed::Refused(Error::Inconsistent(
+            "an insert without a row to insert".into(),
+        ))
+    }
+}
+
 impl<E> From<Result<Reply, E>> for Feed<E> {
     fn from(r: Result<Reply, E>) -> Self {
         match r {
@@ -279,11 +300,91 @@ impl<E: DbFailure> Failure<E> {
         }
     }
 
+    /// Its [`Kind`].
+    pub fn kind(&self) -> Kind<'_> {
+        match self {
+            Failure::Refused(e) => Kind::Refused(e),
+            Failure::Database(e) => Kind::Database {
+                retryable: e.class() == Class::Retry,
+            },
+            Failure::RetriesExhausted { .. } => Kind::RetriesExhausted,
+            Failure::CommitUnknown(_) => Kind::CommitUnknown,
+            Failure::ConnectionLost(_) => Kind::ConnectionLost,
+            Failure::SqliteDeferred(_) => Kind::SqliteDeferred,
+        }
+    }
+
     fn class(&self, spec: &crate::Spec) -> Class {
         match self {
             Failure::Database(e) => retry::refine(spec, &e.to_string(), e.class()),
             Failure::Refused(e) if e.is_retryable() => Class::Retry,
             _ => Class::Fatal,
+        }
+    }
+}
+
+/// What an adapter's error is, for its `code`, `status` and `is_retryable`, decided
+/// once for every adapter.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind<'a> {
+    /// A refusal.
+    Refused(&'a Error),
+    /// A database failure; `retryable` from [`DbFailure::class`].
+    Database {
+        /// A new attempt may succeed.
+        retryable: bool,
+    },
+    /// Retries ran out.
+    RetriesExhausted,
+    /// The commit's outcome is unknown.
+    CommitUnknown,
+    /// The connection was lost before the commit.
+    ConnectionLost,
+    /// SQLite's `database is locked` inside the caller's DEFERRED transaction.
+    SqliteDeferred,
+}
+
+impl Kind<'_> {
+    /// Whether running the whole operation again may succeed. A duplicate is not: the
+    /// library retries one on the position key itself (then reports `Inconsistent`),
+    /// and one on another key is the caller's row.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Kind::Database { retryable } => *retryable,
+            Kind::Refused(e) => e.is_retryable(),
+            Kind::ConnectionLost | Kind::SqliteDeferred => true,
+            Kind::RetriesExhausted | Kind::CommitUnknown => false,
+        }
+    }
+
+    /// The stable machine-readable code: the refusal's [`Error::code`], or
+    /// `database_busy` (retryable), `database_error`, `retries_exhausted`,
+    /// `commit_unknown`, `connection_lost`, `sqlite_deferred`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Kind::Refused(e) => e.code(),
+            Kind::Database { retryable: true } => "database_busy",
+            Kind::Database { retryable: false } => "database_error",
+            Kind::RetriesExhausted => "retries_exhausted",
+            Kind::CommitUnknown => "commit_unknown",
+            Kind::ConnectionLost => "connection_lost",
+            Kind::SqliteDeferred => "sqlite_deferred",
+        }
+    }
+
+    /// What it means for the client: a refusal's own status; `RetryLater` for a busy
+    /// database, exhausted retries, a lost connection and a busy deferred SQLite
+    /// transaction; `Conflict` for an unknown commit outcome (re-read the list first);
+    /// `Internal` for any other database failure.
+    pub fn status(&self) -> Status {
+        match self {
+            Kind::Refused(e) => e.status(),
+            Kind::Database { retryable: true }
+            | Kind::RetriesExhausted
+            | Kind::ConnectionLost
+            | Kind::SqliteDeferred => Status::RetryLater,
+            Kind::Database { retryable: false } => Status::Internal,
+            Kind::CommitUnknown => Status::Conflict,
         }
     }
 }
@@ -329,6 +430,7 @@ pub struct Protocol<E> {
     locked: Option<Id>,
     outcome: Option<Outcome>,
     failure: Option<Failure<E>>,
+    span: tracing::Span,
 }
 
 impl<E: DbFailure> Protocol<E> {
@@ -338,7 +440,6 @@ impl<E: DbFailure> Protocol<E> {
         Protocol {
             settings: *settings,
             dialect,
-            job,
             hook,
             state: State::Start,
             attempts: Attempts::new(settings.retry),
@@ -349,7 +450,19 @@ impl<E: DbFailure> Protocol<E> {
             locked: None,
             outcome: None,
             failure: None,
+            span: match &job {
+                Job::Write(req) => crate::observe::span(&settings.spec, req),
+                _ => tracing::Span::none(),
+            },
+            job,
         }
+    }
+
+    /// The write's `tracing` span ([`crate::observe::span`]): the adapter enters it
+    /// (or instruments its future with it) while it drives the protocol, so that its
+    /// own events fall inside; the protocol records the end of the operation in it.
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
     }
 
     /// The write's request (`None` for a read).
@@ -705,6 +818,9 @@ impl<E: DbFailure> Protocol<E> {
 
     fn finish(&mut self, f: Finished) -> Io<E> {
         self.state = State::Over;
+        if let (Job::Write(req), Finished::Outcome(o)) = (&self.job, &f) {
+            crate::observe::finished(&self.span, &self.settings.spec, req, Ok(o));
+        }
         Io::Done(f)
     }
 
@@ -721,6 +837,10 @@ impl<E: DbFailure> Protocol<E> {
             }
             other => other,
         };
+        if let Job::Write(req) = &self.job {
+            let code = failure.kind().code();
+            crate::observe::finished(&self.span, &self.settings.spec, req, Err(code));
+        }
         Io::Fail(failure)
     }
 
