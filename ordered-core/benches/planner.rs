@@ -14,24 +14,10 @@ use ordered_core::model::Store;
 use ordered_core::{Fractional, Gapped, Placement, PositionStrategy, RebalancePolicy, Spec};
 
 fn spec(strategy: &'static dyn PositionStrategy, policy: RebalancePolicy) -> Spec {
-    Spec {
-        table: "t",
-        id: "id",
-        parent: "p",
-        position: "pos",
-        parent_table: "ps",
-        parent_id: "id",
-        id_type: ordered_core::KeyType::Int,
-        parent_type: ordered_core::KeyType::Int,
-        split_by: &[],
-        null_scope: ordered_core::NullScope::Refused,
-        link: false,
-        filter: None,
-        version: None,
-        unique: None,
-        strategy,
-        policy,
-    }
+    Spec::new("t", "p", "ps")
+        .with_position("pos")
+        .with_strategy(strategy)
+        .with_policy(policy)
 }
 
 struct Rng(u64);

@@ -55,32 +55,23 @@ pub enum NullScope {
 }
 
 /// The names and choices that describe one ordered table. The derives of the adapters
-/// build it from the model's attributes; it can also be written by hand.
+/// build it from the model's attributes; by hand, start from a constructor
+/// ([`Spec::new`], [`Spec::link`], [`Spec::tree`], [`Spec::without_parent`],
+/// [`Spec::global`]) and change one choice per `with_*` method. Its fields are readable;
+/// it is `#[non_exhaustive]`, so a new option is not a breaking change, and
+/// [`Spec::checked`] is the one place that refuses an invalid combination.
 ///
 /// ```
 /// use ordered_core::{Gapped, RebalancePolicy, Spec};
 ///
-/// const TRACKS: Spec = Spec {
-///     table: "tracks",
-///     id: "id",
-///     parent: "playlist_id",
-///     position: "position",
-///     parent_table: "playlists",
-///     parent_id: "id",
-///     id_type: ordered_core::KeyType::Int,
-///     parent_type: ordered_core::KeyType::Int,
-///     filter: None,
-///     split_by: &[],
-///     null_scope: ordered_core::NullScope::Refused,
-///     link: false,
-///     version: Some("version"),
-///     unique: None,
-///     strategy: &Gapped::DEFAULT,
-///     policy: RebalancePolicy::Window,
-/// };
+/// const TRACKS: Spec = Spec::new("tracks", "playlist_id", "playlists")
+///     .with_version("version")
+///     .with_strategy(&Gapped::DEFAULT)
+///     .with_policy(RebalancePolicy::Window);
 /// assert_eq!(TRACKS.unique_name(), "tracks_playlist_id_position_key");
 /// ```
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct Spec {
     /// The items table.
     pub table: &'static str,
@@ -483,22 +474,7 @@ impl Spec {
     /// scope with a parent table (its root list has no parent row to lock) or with more
     /// scope columns.
     pub fn misfit(&self) -> Option<crate::Error> {
-        if self.nullable() && !self.locks_rows() {
-            return Some(crate::Error::InvalidRequest(
-                "a nullable scope needs a table without a parent table (Spec::without_parent or Spec::tree): the root list has no parent row to lock",
-            ));
-        }
-        if self.link && (self.locks_rows() || self.nullable()) {
-            return Some(crate::Error::InvalidRequest(
-                "an association table is ordered per its parent's key column, locked on the parent's row: it cannot be a tree, a global list or a table without a parent table",
-            ));
-        }
-        if self.nullable() && (!self.split_by.is_empty() || self.is_global()) {
-            return Some(crate::Error::InvalidRequest(
-                "a nullable scope is one scope column: it cannot be split by more columns or be a global list",
-            ));
-        }
-        None
+        self.checked().err().map(crate::Error::InvalidRequest)
     }
 
     /// The position column.
@@ -537,6 +513,91 @@ impl Spec {
         self
     }
 
+    /// The items table's name.
+    pub const fn with_table(mut self, table: &'static str) -> Spec {
+        self.table = table;
+        self
+    }
+
+    /// The scope column.
+    pub const fn with_parent(mut self, column: &'static str) -> Spec {
+        self.parent = column;
+        self
+    }
+
+    /// The parent table, whose row is locked before every write.
+    pub const fn with_parent_table(mut self, table: &'static str) -> Spec {
+        self.parent_table = table;
+        self
+    }
+
+    /// What a NULL in the scope column means ([`Spec::null_scope`]).
+    pub const fn with_null_scope(mut self, null_scope: NullScope) -> Spec {
+        self.null_scope = null_scope;
+        self
+    }
+
+    /// Whether the table is an association table ([`Spec::link`]).
+    pub const fn with_link(mut self, link: bool) -> Spec {
+        self.link = link;
+        self
+    }
+
+    /// No version column on the parent table.
+    pub const fn without_version(mut self) -> Spec {
+        self.version = None;
+        self
+    }
+
+    /// The default name of the unique constraint ([`Spec::unique_name`]).
+    pub const fn without_unique(mut self) -> Spec {
+        self.unique = None;
+        self
+    }
+
+    /// Every row is shown: no row filter.
+    pub const fn without_filter(mut self) -> Spec {
+        self.filter = None;
+        self
+    }
+
+    /// The description if it can be used, or why not: the one place that refuses an
+    /// invalid combination (the derives evaluate it at compile time, and operations
+    /// refuse such a description before any statement).
+    pub const fn checked(self) -> Result<Spec, &'static str> {
+        let nullable = !matches!(self.null_scope, NullScope::Refused);
+        let locks_rows = same_str(self.parent_table, LOCK_TABLE);
+        let global = self.parent.is_empty();
+        if nullable && !locks_rows {
+            return Err(
+                "a nullable scope needs a table without a parent table (Spec::without_parent or Spec::tree): the root list has no parent row to lock",
+            );
+        }
+        if self.link && (locks_rows || nullable) {
+            return Err(
+                "an association table is ordered per its parent's key column, locked on the parent's row: it cannot be a tree, a global list or a table without a parent table",
+            );
+        }
+        if nullable && (!self.split_by.is_empty() || global) {
+            return Err(
+                "a nullable scope is one scope column: it cannot be split by more columns or be a global list",
+            );
+        }
+        Ok(self)
+    }
+
+    /// [`Spec::checked`] for a constant, which the derives build: an invalid
+    /// combination is a compile-time error with its message. Not for descriptions built
+    /// at run time, where it would panic: use [`Spec::checked`] there.
+    #[doc(hidden)]
+    #[allow(clippy::panic)]
+    pub const fn valid(self) -> Spec {
+        match self.checked() {
+            Ok(s) => s,
+            Err(why) => panic!("{}", why),
+        }
+    }
+
     /// The name of the unique constraint (or index) on `(parent, position)`.
     pub fn unique_name(&self) -> String {
         match self.unique {
@@ -551,6 +612,22 @@ impl Spec {
             }
         }
     }
+}
+
+/// `a == b`, in a `const fn`.
+const fn same_str(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Implemented by ordered models (through `#[derive(Ordered)]` in `ordered-diesel` or

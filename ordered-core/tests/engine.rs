@@ -6,28 +6,11 @@
 
 use ordered_core::Id;
 use ordered_core::{
-    Action, Arg, Dialect, Error, Gapped, Operation, Placement, Position, RebalancePolicy, Reply,
-    Request, Returns, Row, Spec, Statement, sql,
+    Action, Arg, Dialect, Error, Operation, Placement, Position, Reply, Request, Returns, Row,
+    Spec, Statement, sql,
 };
 
-const SPEC: Spec = Spec {
-    table: "items",
-    id: "id",
-    parent: "parent_id",
-    position: "position",
-    parent_table: "parents",
-    parent_id: "id",
-    id_type: ordered_core::KeyType::Int,
-    parent_type: ordered_core::KeyType::Int,
-    split_by: &[],
-    null_scope: ordered_core::NullScope::Refused,
-    link: false,
-    filter: None,
-    version: Some("version"),
-    unique: None,
-    strategy: &Gapped::DEFAULT,
-    policy: RebalancePolicy::Window,
-};
+const SPEC: Spec = Spec::new("items", "parent_id", "parents").with_version("version");
 
 fn row(id: i64, parent: i64, pos: i64) -> Row {
     Row {
@@ -279,10 +262,7 @@ fn the_bump_follows_a_lock_through_the_item_on_mysql_and_answers_it_on_sqlite() 
 
 #[test]
 fn galera_refuses_a_spec_without_a_version_column_before_any_statement() {
-    let spec = Spec {
-        version: None,
-        ..SPEC
-    };
+    let spec = SPEC.without_version();
     let mut op = Operation::new(
         spec,
         Dialect::Mysql,

@@ -11,24 +11,9 @@ use ordered_core::{
 };
 
 fn spec(strategy: &'static dyn PositionStrategy, policy: RebalancePolicy) -> Spec {
-    Spec {
-        table: "tracks",
-        id: "id",
-        parent: "playlist_id",
-        position: "position",
-        parent_table: "playlists",
-        parent_id: "id",
-        id_type: ordered_core::KeyType::Int,
-        parent_type: ordered_core::KeyType::Int,
-        split_by: &[],
-        null_scope: ordered_core::NullScope::Refused,
-        link: false,
-        filter: None,
-        version: None,
-        unique: None,
-        strategy,
-        policy,
-    }
+    Spec::new("tracks", "playlist_id", "playlists")
+        .with_strategy(strategy)
+        .with_policy(policy)
 }
 
 fn positions(s: &Store, parent: i64) -> Vec<Position> {

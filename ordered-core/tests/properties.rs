@@ -14,24 +14,9 @@ use ordered_core::{
 use proptest::prelude::*;
 
 fn spec(strategy: &'static dyn PositionStrategy, policy: RebalancePolicy) -> Spec {
-    Spec {
-        table: "items",
-        id: "id",
-        parent: "parent_id",
-        position: "position",
-        parent_table: "parents",
-        parent_id: "id",
-        id_type: ordered_core::KeyType::Int,
-        parent_type: ordered_core::KeyType::Int,
-        split_by: &[],
-        null_scope: ordered_core::NullScope::Refused,
-        link: false,
-        filter: None,
-        version: None,
-        unique: None,
-        strategy,
-        policy,
-    }
+    Spec::new("items", "parent_id", "parents")
+        .with_strategy(strategy)
+        .with_policy(policy)
 }
 
 static SMALL_GAP: Gapped = Gapped::new(8);

@@ -6,45 +6,14 @@ use ordered_core::Id;
 use ordered_core::migration::{self, Backfill};
 use ordered_core::plan::{RangeRead, Read};
 use ordered_core::sql::{self, Arg, Dialect, Returns};
-use ordered_core::{Fractional, Gapped, Passes, Position, RebalancePolicy, Spec, Write};
+use ordered_core::{Fractional, Passes, Position, Spec, Write};
 
-const TRACKS: Spec = Spec {
-    table: "tracks",
-    id: "id",
-    parent: "playlist_id",
-    position: "position",
-    parent_table: "playlists",
-    parent_id: "id",
-    id_type: ordered_core::KeyType::Int,
-    parent_type: ordered_core::KeyType::Int,
-    split_by: &[],
-    null_scope: ordered_core::NullScope::Refused,
-    link: false,
-    filter: None,
-    version: Some("version"),
-    unique: None,
-    strategy: &Gapped::DEFAULT,
-    policy: RebalancePolicy::Window,
-};
+const TRACKS: Spec = Spec::new("tracks", "playlist_id", "playlists").with_version("version");
 
-const CARDS: Spec = Spec {
-    table: "cards",
-    id: "id",
-    parent: "column_id",
-    position: "rank",
-    parent_table: "columns",
-    parent_id: "id",
-    id_type: ordered_core::KeyType::Int,
-    parent_type: ordered_core::KeyType::Int,
-    split_by: &[],
-    null_scope: ordered_core::NullScope::Refused,
-    link: false,
-    filter: None,
-    version: None,
-    unique: Some("cards_rank_uq"),
-    strategy: &Fractional::DEFAULT,
-    policy: RebalancePolicy::Window,
-};
+const CARDS: Spec = Spec::new("cards", "column_id", "columns")
+    .with_position("rank")
+    .with_unique("cards_rank_uq")
+    .with_strategy(&Fractional::DEFAULT);
 
 #[test]
 fn parent_lock_per_engine() {

@@ -627,23 +627,23 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
     Ok(quote! {
         const _: () = {
             impl #impl_g ::ordered_diesel::Ordered for #name #ty_g #where_c {
-                const SPEC: ::ordered_diesel::Spec = ::ordered_diesel::Spec {
-                    table: #table_sql,
-                    id: #id_col,
-                    parent: #scope_col,
-                    position: #pos_col,
-                    parent_table: #parent_sql,
-                    parent_id: #pk_col,
-                    id_type: #id_type,
-                    parent_type: #parent_type,
-                    split_by: &[#(#split_by),*],
-                    null_scope: #null_scope,
-                    link: #link,
-                    filter: #filter,
-                    version: #version,
-                    unique: #unique,
-                    strategy: #strategy,
-                    policy: #policy,
+                const SPEC: ::ordered_diesel::Spec = {
+                    let s = ::ordered_diesel::Spec::new(#table_sql, #scope_col, #parent_sql)
+                        .with_id(#id_col)
+                        .with_position(#pos_col)
+                        .with_parent_id(#pk_col)
+                        .with_id_type(#id_type)
+                        .with_parent_type(#parent_type)
+                        .with_split_by(&[#(#split_by),*])
+                        .with_null_scope(#null_scope)
+                        .with_link(#link)
+                        .with_strategy(#strategy)
+                        .with_policy(#policy);
+                    let s = match #filter { ::core::option::Option::Some(f) => s.with_filter(f), ::core::option::Option::None => s };
+                    let s = match #version { ::core::option::Option::Some(v) => s.with_version(v), ::core::option::Option::None => s };
+                    let s = match #unique { ::core::option::Option::Some(u) => s.with_unique(u), ::core::option::Option::None => s };
+                    // an invalid combination is a compile error with the core's message
+                    s.valid()
                 };
             }
             #[allow(dead_code)]

@@ -431,7 +431,9 @@ where
             Io::Insert { parent, position } => match insert.as_mut() {
                 Some(f) => {
                     let slot = Slot::new(parent, position);
-                    Feed::inserted(slot.reply(), f(conn, slot).await.map_err(Db), &mut value)
+                    // the reply after the insert: it may have reported its id
+                    let result = f(conn, slot.clone()).await.map_err(Db);
+                    Feed::inserted(slot.reply(), result, &mut value)
                 }
                 None => Feed::no_insert(),
             },

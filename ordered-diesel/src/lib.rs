@@ -150,22 +150,6 @@ pub mod __private {
     pub use ordered_core::{Controls, FinalStatement, Reply, Request, Statement};
 
     /// What a derive with errors expands to, so that only the real error is reported.
-    pub const FALLBACK_SPEC: ordered_core::Spec = ordered_core::Spec {
-        table: "",
-        id: "",
-        parent: "",
-        position: "",
-        parent_table: "",
-        parent_id: "",
-        id_type: ordered_core::KeyType::Int,
-        parent_type: ordered_core::KeyType::Int,
-        split_by: &[],
-        null_scope: ordered_core::NullScope::Refused,
-        link: false,
-        filter: None,
-        version: None,
-        unique: None,
-        strategy: &ordered_core::Gapped::DEFAULT,
-        policy: ordered_core::RebalancePolicy::Never,
-    };
+    pub const FALLBACK_SPEC: ordered_core::Spec =
+        ordered_core::Spec::new("", "", "").with_policy(ordered_core::RebalancePolicy::Never);
 }

@@ -467,26 +467,22 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
                     // the further scope columns' names come from the entity's Column
                     static SPLIT: ::std::sync::OnceLock<[::ordered_seaorm::ScopeColumn; #split_n]> =
                         ::std::sync::OnceLock::new();
-                    ::ordered_seaorm::Spec {
-                        table: Entity.table_name(),
-                        id: Column::#id.as_str(),
-                        parent: #scope_name,
-                        position: Column::#position.as_str(),
-                        parent_table: #parent_table,
-                        parent_id: #parent_key,
-                        id_type: #id_type,
-                        parent_type: #parent_type,
-                        split_by: SPLIT.get_or_init(|| {
+                    let s = ::ordered_seaorm::Spec::new(Entity.table_name(), #scope_name, #parent_table)
+                        .with_id(Column::#id.as_str())
+                        .with_position(Column::#position.as_str())
+                        .with_parent_id(#parent_key)
+                        .with_id_type(#id_type)
+                        .with_parent_type(#parent_type)
+                        .with_split_by(SPLIT.get_or_init(|| {
                             [#(::ordered_seaorm::ScopeColumn::new(Column::#split_cols.as_str(), #split_types)),*]
-                        }),
-                        null_scope: #null_scope,
-                        link: #link,
-                        filter: #filter,
-                        version: #version,
-                        unique: #unique,
-                        strategy: &STRATEGY,
-                        policy: #policy,
-                    }
+                        }))
+                        .with_null_scope(#null_scope)
+                        .with_link(#link)
+                        .with_strategy(&STRATEGY)
+                        .with_policy(#policy);
+                    let s = match #filter { ::core::option::Option::Some(f) => s.with_filter(f), ::core::option::Option::None => s };
+                    let s = match #version { ::core::option::Option::Some(v) => s.with_version(v), ::core::option::Option::None => s };
+                    match #unique { ::core::option::Option::Some(u) => s.with_unique(u), ::core::option::Option::None => s }
                 }
                 fn scope_column() -> Column {
                     Column::#scope_variant

@@ -10,7 +10,7 @@
 //! # let db = setup().await?;
 //! # db.execute_unprepared("CREATE TABLE steps (id INTEGER PRIMARY KEY, playlist_id INTEGER NOT NULL)").await?;
 //! # db.execute_unprepared("INSERT INTO steps (playlist_id) VALUES (1), (1)").await?;
-//! let spec = ordered_seaorm::Spec { table: "steps", version: None, unique: Some("steps_pos_uq"), ..track::Entity::spec() };
+//! let spec = track::Entity::spec().with_table("steps").without_version().with_unique("steps_pos_uq");
 //! let manager = SchemaManager::new(&db);
 //! // in MigrationTrait::up
 //! add_ordering(&manager, &spec, Backfill::By(&["id"])).await?;

@@ -613,7 +613,9 @@ where
             Io::Insert { parent, position } => match (insert.as_mut(), &txn) {
                 (Some(f), Some(t)) => {
                     let slot = Slot::new(parent, position);
-                    Feed::inserted(slot.reply(), f(t, slot).await.map_err(Db), &mut value)
+                    // the reply after the insert: it may have reported its id
+                    let result = f(t, slot.clone()).await.map_err(Db);
+                    Feed::inserted(slot.reply(), result, &mut value)
                 }
                 _ => Feed::no_insert(),
             },

@@ -34,8 +34,8 @@ use std::time::{Duration, Instant};
 use diesel::Connection;
 use diesel::connection::SimpleConnection;
 use ordered_core::{
-    Arg, Dense, Dialect, Fractional, Gapped, Id, Position, PositionStrategy, RebalancePolicy,
-    Returns, Spec, Statement, sql,
+    Arg, Dense, Dialect, Fractional, Gapped, Id, Position, PositionStrategy, Returns, Spec,
+    Statement, sql,
 };
 use ordered_diesel::{OrderedConnection, Ordering, Slot};
 
@@ -63,24 +63,13 @@ fn leak(s: String) -> &'static str {
 }
 
 fn spec(tag: &str, strategy: &'static dyn PositionStrategy) -> Spec {
-    Spec {
-        table: leak(format!("b_{tag}_i")),
-        id: "id",
-        parent: "parent_id",
-        position: "position",
-        parent_table: leak(format!("b_{tag}_p")),
-        parent_id: "id",
-        id_type: ordered_core::KeyType::Int,
-        parent_type: ordered_core::KeyType::Int,
-        split_by: &[],
-        null_scope: ordered_core::NullScope::Refused,
-        link: false,
-        filter: None,
-        version: Some("version"),
-        unique: None,
-        strategy,
-        policy: RebalancePolicy::Window,
-    }
+    Spec::new(
+        leak(format!("b_{tag}_i")),
+        "parent_id",
+        leak(format!("b_{tag}_p")),
+    )
+    .with_version("version")
+    .with_strategy(strategy)
 }
 
 trait BenchConn: OrderedConnection + SimpleConnection + Send + 'static {

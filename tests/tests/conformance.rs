@@ -7,8 +7,8 @@ use diesel::connection::SimpleConnection;
 use ordered_conformance::{Schema, Step, scripts};
 use ordered_core::migration::{create_parent_table, create_table};
 use ordered_core::{
-    Changes, Dialect, Fractional, Gapped, Id, KeyType, Position, PositionStrategy, RebalancePolicy,
-    Reply, Request, Returns, Row, ScopeColumn, Spec, Statement, Wire, sql,
+    Changes, Dialect, Fractional, Gapped, Id, KeyType, Position, PositionStrategy, Reply, Request,
+    Returns, Row, ScopeColumn, Spec, Statement, Wire, sql,
 };
 use sea_orm::{ConnectionTrait, Database, TransactionTrait};
 
@@ -107,32 +107,31 @@ fn leak(s: String) -> &'static str {
 
 fn spec(script: &str, orm: &str, schema: Schema) -> Spec {
     let strategy: &'static dyn PositionStrategy = if schema.keys { &SHORT_KEYS } else { &TIGHT };
-    let s = Spec {
-        table: leak(format!("k_{script}_{orm}_i")),
-        id: "id",
-        parent: "parent_id",
-        position: "position",
-        parent_table: leak(format!("k_{script}_{orm}_p")),
-        parent_id: "id",
-        id_type: schema.id,
-        parent_type: schema.parent,
-        split_by: if schema.split { &STATUS } else { &[] },
-        null_scope: ordered_core::NullScope::Refused,
-        link: false,
-        filter: schema.hidden.then_some("archived = 0"),
-        version: Some("version"),
-        unique: None,
-        strategy,
-        policy: RebalancePolicy::Window,
+    let s = Spec::new(
+        leak(format!("k_{script}_{orm}_i")),
+        "parent_id",
+        leak(format!("k_{script}_{orm}_p")),
+    )
+    .with_id_type(schema.id)
+    .with_parent_type(schema.parent)
+    .with_split_by(if schema.split { &STATUS } else { &[] })
+    .with_version("version")
+    .with_strategy(strategy);
+    let s = if schema.hidden {
+        s.with_filter("archived = 0")
+    } else {
+        s
     };
     if schema.link {
-        return Spec { link: true, ..s };
+        return s.with_link(true);
     }
     if schema.tree {
-        return Spec {
-            filter: s.filter,
-            strategy,
-            ..Spec::tree(s.table, s.parent).with_id_type(schema.id)
+        let tree = Spec::tree(s.table, s.parent)
+            .with_id_type(schema.id)
+            .with_strategy(strategy);
+        return match s.filter {
+            Some(f) => tree.with_filter(f),
+            None => tree,
         };
     }
     if schema.no_parent || schema.global {
@@ -141,13 +140,14 @@ fn spec(script: &str, orm: &str, schema: Schema) -> Spec {
         } else {
             Spec::without_parent(s.table, s.parent)
         };
-        return Spec {
-            id_type: s.id_type,
-            parent_type: s.parent_type,
-            split_by: s.split_by,
-            filter: s.filter,
-            strategy,
-            ..base
+        let base = base
+            .with_id_type(s.id_type)
+            .with_parent_type(s.parent_type)
+            .with_split_by(s.split_by)
+            .with_strategy(strategy);
+        return match s.filter {
+            Some(f) => base.with_filter(f),
+            None => base,
         };
     }
     s
@@ -179,9 +179,10 @@ fn ddl(d: Dialect, s: &Spec, schema: Schema) -> Vec<String> {
     } else {
         out.push(format!("DROP TABLE IF EXISTS {}", q(s.parent_table)));
         // an app's own parent table has no version column yet: the adoption adds it
-        let parent = Spec {
-            version: s.version.filter(|_| !schema.adopt),
-            ..*s
+        let parent = if schema.adopt {
+            s.without_version()
+        } else {
+            *s
         };
         out.extend(create_parent_table(d, &parent, &[]).up);
     }

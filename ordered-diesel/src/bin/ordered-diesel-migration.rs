@@ -147,24 +147,22 @@ fn main() -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
-    let base = Spec {
-        link: a.link,
-        ..base
-    };
+    let base = base.with_link(a.link);
     let version = if base.locks_rows() {
         base.version
     } else {
         a.version_column.map(leak)
     };
-    let spec = Spec {
-        table: leak(a.table),
-        version,
-        id: leak(a.id),
-        position: leak(a.position),
-        split_by: Box::leak(split.into_boxed_slice()),
-        strategy,
-        policy: RebalancePolicy::Window,
-        ..base
+    let spec = base
+        .with_id(leak(a.id))
+        .with_position(leak(a.position))
+        .with_split_by(Box::leak(split.into_boxed_slice()))
+        .with_strategy(strategy)
+        .with_policy(RebalancePolicy::Window)
+        .with_table(leak(a.table));
+    let spec = match version {
+        Some(v) => spec.with_version(v),
+        None => spec.without_version(),
     };
     let dialect = match a.engine {
         Engine::Postgres => Dialect::Postgres,

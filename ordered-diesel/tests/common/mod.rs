@@ -244,24 +244,10 @@ pub fn tables(
 ) -> Tables {
     let parents = leak(format!("o_{test}_p"));
     let items = leak(format!("o_{test}_i"));
-    let spec = Spec {
-        table: items,
-        id: "id",
-        parent: "parent_id",
-        position: "position",
-        parent_table: parents,
-        parent_id: "id",
-        id_type: ordered_core::KeyType::Int,
-        parent_type: ordered_core::KeyType::Int,
-        split_by: &[],
-        null_scope: ordered_core::NullScope::Refused,
-        link: false,
-        filter: None,
-        version: Some("version"),
-        unique: None,
-        strategy,
-        policy,
-    };
+    let spec = Spec::new(items, "parent_id", parents)
+        .with_version("version")
+        .with_strategy(strategy)
+        .with_policy(policy);
     Tables {
         parents,
         items,

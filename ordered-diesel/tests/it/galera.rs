@@ -80,10 +80,7 @@ fn a_spec_without_a_version_column_is_refused_on_a_node() {
     let Some(urls) = nodes() else { return };
     let mut c = node(&urls[0]);
     let mut t = fresh(&mut c, "gal_nover", &GAPPED, &[1]);
-    t.spec = Spec {
-        version: None,
-        ..t.spec
-    };
+    t.spec = t.spec.without_version();
     let err = insert(&mut c, &t, 1, Placement::Last, "a").unwrap_err();
     assert_eq!(
         err.ordering(),

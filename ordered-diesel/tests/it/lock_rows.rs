@@ -28,10 +28,7 @@ fn race<C: TestConn>() {
     let db = format!("lockrows_{engine}");
     let mut c = C::connect(&db);
     let mut t = tables("lockrows", &GAP64, RebalancePolicy::Window, db.clone());
-    t.spec = Spec {
-        strategy: &GAP64,
-        ..Spec::without_parent(t.items, "parent_id")
-    };
+    t.spec = Spec::without_parent(t.items, "parent_id").with_strategy(&GAP64);
     reset(&mut c, &t, &[]);
     let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
     c.exec(&format!(

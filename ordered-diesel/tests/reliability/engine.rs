@@ -457,7 +457,7 @@ fn e4<C: TestConn>(_: ()) {
             q("parent_id"),
             q("position"),
         ));
-        let spec = Spec { table, ..t.spec };
+        let spec = t.spec.with_table(table);
         let o = Ordering::new(spec);
         let err = o
             .check_key_order(&mut c)

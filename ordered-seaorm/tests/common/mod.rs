@@ -76,24 +76,14 @@ pub fn spec_for(
     strategy: &'static dyn PositionStrategy,
     policy: RebalancePolicy,
 ) -> Spec {
-    Spec {
-        table: leak(format!("s_{test}_i")),
-        id: "id",
-        parent: "parent_id",
-        position: "position",
-        parent_table: leak(format!("s_{test}_p")),
-        parent_id: "id",
-        id_type: ordered_core::KeyType::Int,
-        parent_type: ordered_core::KeyType::Int,
-        split_by: &[],
-        null_scope: ordered_core::NullScope::Refused,
-        link: false,
-        filter: None,
-        version: Some("version"),
-        unique: None,
-        strategy,
-        policy,
-    }
+    Spec::new(
+        leak(format!("s_{test}_i")),
+        "parent_id",
+        leak(format!("s_{test}_p")),
+    )
+    .with_version("version")
+    .with_strategy(strategy)
+    .with_policy(policy)
 }
 
 pub async fn exec(db: &impl ConnectionTrait, s: &str) {

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use ordered_seaorm::migration::{Backfill, add_ordering, adopt_ordering, drop_ordering};
 use ordered_seaorm::{
     Error, Id, OrderedEntity, Ordering, OrderingError, Placement, Position, PositionStrategy,
-    RebalancePolicy, Spec, dialect, sql,
+    RebalancePolicy, dialect, sql,
 };
 use sea_orm::{DbBackend, TransactionTrait};
 use sea_orm_migration::SchemaManager;
@@ -59,16 +59,14 @@ async fn derived_entity_playlist_scenario() {
         let q = |s: &str| sql::quote(d, s);
         exec(&db, &format!("DROP TABLE IF EXISTS {}", q("sea_tracks"))).await;
         exec(&db, &format!("DROP TABLE IF EXISTS {}", q("sea_playlists"))).await;
-        let parent_spec = Spec {
-            parent_id: "id",
-            id_type: ordered_core::KeyType::Int,
-            parent_type: ordered_core::KeyType::Int,
-            split_by: &[],
-            null_scope: ordered_core::NullScope::Refused,
-            link: false,
-            filter: None,
-            ..spec
-        };
+        let parent_spec = spec
+            .with_parent_id("id")
+            .with_id_type(ordered_core::KeyType::Int)
+            .with_parent_type(ordered_core::KeyType::Int)
+            .with_split_by(&[])
+            .with_null_scope(ordered_core::NullScope::Refused)
+            .with_link(false)
+            .without_filter();
         for m in [
             ordered_seaorm::__private::core_migration::create_parent_table(d, &parent_spec, &[]),
             ordered_seaorm::__private::core_migration::create_table(

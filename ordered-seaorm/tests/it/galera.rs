@@ -54,10 +54,7 @@ async fn a_spec_without_a_version_column_is_refused_on_a_node() {
     let db = node(&urls[0]).await;
     let spec = spec_for("gal_nover", &GAPPED, RebalancePolicy::Window);
     reset(&db, &spec, &[ordered_seaorm::Id::Int(1)]).await;
-    let bare = Spec {
-        version: None,
-        ..spec
-    };
+    let bare = spec.without_version();
     let err = Ordering::new(bare)
         .insert_last(&db, ordered_seaorm::Id::Int(1), inserter(bare, "a".into()))
         .await
