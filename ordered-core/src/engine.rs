@@ -2,7 +2,8 @@
 //! statements it asks for, in a loop, inside one transaction.
 //!
 //! ```
-//! use ordered_core::{Action, Dialect, Operation, Placement, Reply, Request, Row, Spec};
+//! use ordered_core::{Dialect, Placement, Request, Row, Spec};
+//! use ordered_core::adapter::{Action, Operation, Reply};
 //!
 //! const TRACKS: Spec = Spec::new("tracks", "playlist_id", "playlists");
 //! let mut op = Operation::new(TRACKS, Dialect::Sqlite, Request::Insert { parent: 1.into(), at: Placement::Last });
@@ -336,7 +337,7 @@ macro_rules! settings_options {
         }
 
         #[doc(hidden)]
-        pub fn with_controls(mut self, controls: $crate::Controls) -> Self {
+        pub fn with_controls(mut self, controls: $crate::adapter::Controls) -> Self {
             self.s.controls = controls;
             self
         }
@@ -344,7 +345,7 @@ macro_rules! settings_options {
         /// A statement run last inside every write, while the locks are held (the
         /// reliability suite's operations log).
         #[doc(hidden)]
-        pub fn with_final_statement(mut self, log: $crate::FinalStatement) -> Self {
+        pub fn with_final_statement(mut self, log: $crate::adapter::FinalStatement) -> Self {
             self.s.log = Some(log);
             self
         }

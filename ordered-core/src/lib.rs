@@ -24,8 +24,11 @@
 //!   or your own; [`RebalancePolicy`] decides what happens when no position fits.
 //! - [`plan`]: the planner, a pure function from what was read under the parent lock and
 //!   a [`Request`] to a [`Plan`].
-//! - [`Operation`]: the protocol (lock the parent, read, plan, write) as a state machine
-//!   the adapters drive; [`sql`] holds the statements per [`Dialect`].
+//! - [`adapter`]: the contract between the core and an adapter (`ordered-diesel`,
+//!   `ordered-seaorm`, or one of your own): the protocol as two state machines with no
+//!   I/O ([`adapter::Operation`], one attempt; [`adapter::Protocol`], the attempts, the
+//!   transaction and the reads) and the statements per [`Dialect`] ([`adapter::sql`]).
+//!   An application does not use it.
 //! - [`migration`]: DDL for the position column and its constraints, per engine.
 //! - [`model::Store`]: the same planner over in-memory collections.
 //!
@@ -35,34 +38,32 @@
 
 pub mod adapter;
 pub mod changes;
-pub mod engine;
+mod engine;
 pub mod error;
 pub mod id;
 pub mod key;
 pub mod migration;
 pub mod model;
-pub mod observe;
 pub mod plan;
 pub mod position;
-pub mod retry;
 pub mod spec;
-pub mod sql;
 pub mod strategy;
 pub mod verify;
+
+// the adapter plumbing lives under `adapter`; the crate's own code names it as before
+use adapter::{observe, retry, sql};
 
 pub use id::{Id, Key, KeyTooLong, KeyType, MAX_TEXT_KEY, ScopeKey, WrongKey};
 
 pub use changes::{Change, Changes};
-pub use engine::{
-    Action, Controls, FinalStatement, Inserted, Listing, Operation, Outcome, Reply, Settings,
-};
+pub use engine::{Inserted, Listing, Outcome};
 pub use error::Error;
 pub use key::KeyError;
 pub use plan::{Passes, Placement, Plan, Request, Row, Write};
 pub use position::{MAX_POSITION, MIN_POSITION, Position, PositionKind};
 pub use retry::RetryPolicy;
 pub use spec::{NullScope, Ordered, ScopeColumn, Spec};
-pub use sql::{Arg, Dialect, Returns, Statement, Wire};
+pub use sql::Dialect;
 pub use strategy::{
     Dense, Fractional, Gapped, PositionStrategy, RebalancePolicy, Spread, SpreadMode,
 };

@@ -22,7 +22,7 @@
 //! | `ordered_key_length` | histogram | `table` | the longest fractional key an operation wrote, in bytes |
 //!
 //! ```
-//! use ordered_core::observe;
+//! use ordered_core::adapter::observe;
 //! use ordered_core::{Outcome, Placement, Request, Spec};
 //!
 //! const TRACKS: Spec = Spec::new("tracks", "playlist_id", "playlists");

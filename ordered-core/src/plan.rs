@@ -3,7 +3,7 @@
 //!
 //! The planner is written as straight-line code over a cache of reads. When it needs a
 //! read it has not got, it stops with [`Step::Read`]; the caller (the
-//! [`Operation`](crate::Operation) state machine, or the in-memory
+//! [`Operation`](crate::adapter::Operation) state machine, or the in-memory
 //! [`Store`](crate::model::Store)) performs it, stores the rows and runs the
 //! planner again. Re-running is cheap and keeps the planner free of I/O, so the same code
 //! serves the synchronous Diesel adapter, the asynchronous SeaORM adapter and the

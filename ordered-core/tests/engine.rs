@@ -5,10 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use ordered_core::Id;
-use ordered_core::{
-    Action, Arg, Dialect, Error, Operation, Placement, Position, Reply, Request, Returns, Row,
-    Spec, Statement, sql,
-};
+use ordered_core::adapter::{Action, Arg, Operation, Reply, Returns, Statement, sql};
+use ordered_core::{Dialect, Error, Placement, Position, Request, Row, Spec};
 
 const SPEC: Spec = Spec::new("items", "parent_id", "parents").with_version("version");
 
@@ -566,7 +564,10 @@ fn a_tree_move_locks_the_root_first_and_refuses_a_cycle_under_it() {
     assert_eq!(locks.len(), 3, "{locks:?}");
     assert_eq!(op.locked(), [Id::ROOT, Id::Int(3), Id::Int(5)]);
     // the root's lock row: named '' and kept at its version
-    assert_eq!(locks[0].args[1], ordered_core::Arg::Text(String::new()));
+    assert_eq!(
+        locks[0].args[1],
+        ordered_core::adapter::Arg::Text(String::new())
+    );
     assert!(locks[0].sql.contains("+ 0"), "{}", locks[0].sql);
     assert!(locks[1].sql.contains("+ 1"), "{}", locks[1].sql);
     // the item again, under the locks
@@ -575,7 +576,7 @@ fn a_tree_move_locks_the_root_first_and_refuses_a_cycle_under_it() {
     };
     assert!(!again.sql.contains("RECURSIVE"), "{}", again.sql);
     let reply = match again.returns {
-        ordered_core::Returns::Tagged => Reply::Tagged(vec![(0, row(1, Id::Int(5)))]),
+        ordered_core::adapter::Returns::Tagged => Reply::Tagged(vec![(0, row(1, Id::Int(5)))]),
         _ => Reply::Rows(vec![row(1, Id::Int(5))]),
     };
     let next = op.next(reply);
@@ -599,7 +600,7 @@ fn a_tree_move_locks_the_root_first_and_refuses_a_cycle_under_it() {
 /// association row is addressed by its list and its own key.
 #[test]
 fn root_lists_read_is_null_and_links_name_both_key_columns() {
-    use ordered_core::sql;
+    use ordered_core::adapter::sql;
     let tasks = Spec::without_parent("tasks", "project_id").with_nullable_scope();
     for d in [Dialect::Postgres, Dialect::Mysql, Dialect::Sqlite] {
         let list = sql::list(d, &tasks, Id::ROOT);
@@ -643,7 +644,10 @@ fn root_lists_read_is_null_and_links_name_both_key_columns() {
     );
     assert_eq!(
         lock.args,
-        [ordered_core::Arg::I64(42), ordered_core::Arg::I64(7)]
+        [
+            ordered_core::adapter::Arg::I64(42),
+            ordered_core::adapter::Arg::I64(7)
+        ]
     );
     // a track alone names no link
     let mut op = Operation::new(

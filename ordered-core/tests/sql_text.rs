@@ -3,9 +3,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use ordered_core::Id;
+use ordered_core::adapter::sql::{self, Arg, Dialect, Returns};
 use ordered_core::migration::{self, Backfill};
 use ordered_core::plan::{RangeRead, Read};
-use ordered_core::sql::{self, Arg, Dialect, Returns};
 use ordered_core::{Fractional, Passes, Position, Spec, Write};
 
 const TRACKS: Spec = Spec::new("tracks", "playlist_id", "playlists").with_version("version");

@@ -52,10 +52,8 @@ use std::pin::Pin;
 
 use diesel::result::{Error as DieselError, QueryResult};
 use ordered_core::adapter::{Feed, Finished, Io, Job, Protocol, Settings};
-use ordered_core::{
-    Changes, Dialect, Id, Inserted, Ordered, Outcome, Placement, Reply, Request, Spec, Statement,
-    Wire, sql,
-};
+use ordered_core::adapter::{Reply, Statement, Wire, sql};
+use ordered_core::{Changes, Dialect, Id, Inserted, Ordered, Outcome, Placement, Request, Spec};
 use tracing::Instrument;
 
 use crate::error::{Db, Result};
@@ -149,7 +147,7 @@ macro_rules! async_server_connection {
             async fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply> {
                 use crate::conn::rows;
                 use diesel_async::RunQueryDsl;
-                use ordered_core::Returns;
+                use ordered_core::adapter::Returns;
 
                 // not on MySQL: see `conn::reusable`
                 let kept = !matches!($dialect, Dialect::Mysql) && crate::conn::reusable(stmt);
@@ -223,7 +221,8 @@ mod sqlite {
     use diesel::connection::{AnsiTransactionManager, TransactionManager};
     use diesel::result::QueryResult;
     use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
-    use ordered_core::{Dialect, Reply, Statement, Wire, sql};
+    use ordered_core::Dialect;
+    use ordered_core::adapter::{Reply, Statement, Wire, sql};
 
     use super::{AsyncOrderedConnection, sealed};
 

@@ -2,7 +2,8 @@
 
 use diesel::connection::{AnsiTransactionManager, Connection};
 use diesel::result::{Error as DieselError, QueryResult};
-use ordered_core::{Dialect, Reply, Statement, Wire};
+use ordered_core::Dialect;
+use ordered_core::adapter::{Reply, Statement, Wire};
 
 mod sealed {
     pub trait Sealed {}
@@ -23,7 +24,7 @@ pub trait OrderedConnection:
 {
     /// The engine.
     const DIALECT: Dialect;
-    /// How the library opens its own transaction ([`ordered_core::sql::begin`]):
+    /// How the library opens its own transaction ([`ordered_core::adapter::sql::begin`]):
     /// `BEGIN IMMEDIATE` on SQLite, READ COMMITTED on the servers.
     const BEGIN: &'static str;
     /// Executes one statement and decodes its result as `wire` says.
@@ -33,7 +34,7 @@ pub trait OrderedConnection:
 
 /// Opens the library's own transaction: `AlreadyInTransaction` inside the caller's.
 ///
-/// On MySQL/MariaDB and SQLite it runs [`ordered_core::sql::begin_statements`] as kept
+/// On MySQL/MariaDB and SQLite it runs [`ordered_core::adapter::sql::begin_statements`] as kept
 /// prepared statements (one round trip each on MySQL, where Diesel's text `BEGIN` is
 /// three; no compile on SQLite) and records the transaction in Diesel's transaction
 /// manager as `begin_transaction_sql` does, so that the caller's code run inside it
@@ -49,8 +50,8 @@ pub(crate) fn begin_own<C: OrderedConnection>(conn: &mut C) -> QueryResult<()> {
         Some(_) => Err(DieselError::AlreadyInTransaction),
         None => Ok(()),
     })?;
-    for sql in ordered_core::sql::begin_statements(C::DIALECT) {
-        conn.run(&ordered_core::sql::command(sql), Wire::PLAIN)?;
+    for sql in ordered_core::adapter::sql::begin_statements(C::DIALECT) {
+        conn.run(&ordered_core::adapter::sql::command(sql), Wire::PLAIN)?;
     }
     valid_status(conn)?.change_transaction_depth(TransactionDepthChange::IncreaseDepth)
 }
@@ -64,7 +65,7 @@ pub(crate) fn commit_own<C: OrderedConnection>(conn: &mut C) -> QueryResult<()> 
         return AnsiTransactionManager::commit_transaction(conn);
     }
     match conn.run(
-        &ordered_core::sql::command(ordered_core::sql::COMMIT),
+        &ordered_core::adapter::sql::command(ordered_core::adapter::sql::COMMIT),
         Wire::PLAIN,
     ) {
         Ok(_) => {
@@ -94,7 +95,7 @@ fn valid_status<C: OrderedConnection>(
     }
 }
 
-/// The row shapes of [`ordered_core::Returns`] and the query with its binds, shared by
+/// The row shapes of [`ordered_core::adapter::Returns`] and the query with its binds, shared by
 /// the sync connections and the diesel-async ones.
 #[cfg(any(
     feature = "postgres",
@@ -107,7 +108,8 @@ pub(crate) mod rows {
     use diesel::result::{Error as DieselError, QueryResult};
     use diesel::serialize::ToSql;
     use diesel::sql_types::{BigInt, Binary, HasSqlType, Nullable, Text};
-    use ordered_core::{Arg, Id, Position, Reply, Row, Statement, Wire};
+    use ordered_core::adapter::{Arg, Reply, Statement, Wire};
+    use ordered_core::{Id, Position, Row};
 
     #[derive(diesel::QueryableByName)]
     pub(crate) struct IntRow {
@@ -185,7 +187,7 @@ pub(crate) mod rows {
         o_pos: String,
     }
 
-    /// The reply to a [`ordered_core::Returns::Tagged`] statement.
+    /// The reply to a [`ordered_core::adapter::Returns::Tagged`] statement.
     pub(crate) fn tagged_int(rows: Vec<TaggedIntRow>) -> Reply {
         tagged(rows.into_iter().map(|r| {
             (
@@ -197,7 +199,7 @@ pub(crate) mod rows {
         }))
     }
 
-    /// The reply to a [`ordered_core::Returns::Tagged`] statement on a key table.
+    /// The reply to a [`ordered_core::adapter::Returns::Tagged`] statement on a key table.
     pub(crate) fn tagged_key(rows: Vec<TaggedKeyRow>) -> Reply {
         tagged(rows.into_iter().map(|r| {
             (
@@ -225,7 +227,7 @@ pub(crate) mod rows {
         )
     }
 
-    /// The reply to a [`ordered_core::Returns::Listed`] statement.
+    /// The reply to a [`ordered_core::adapter::Returns::Listed`] statement.
     pub(crate) fn listed_int(rows: Vec<ListedIntRow>) -> Reply {
         listed(rows.into_iter().map(|r| {
             let row = item(r.o_id, r.o_parent, r.o_pos.map(Position::Int));
@@ -233,7 +235,7 @@ pub(crate) mod rows {
         }))
     }
 
-    /// The reply to a [`ordered_core::Returns::Listed`] statement on a key table.
+    /// The reply to a [`ordered_core::adapter::Returns::Listed`] statement on a key table.
     pub(crate) fn listed_key(rows: Vec<ListedKeyRow>) -> Reply {
         listed(rows.into_iter().map(|r| {
             let row = item(r.o_id, r.o_parent, r.o_pos.map(Position::Key));
@@ -293,7 +295,7 @@ pub(crate) mod rows {
     }
 
     // Rows of a table whose keys are not integers: every key and position is text
-    // (`ordered_core::Wire`), parsed back by the core.
+    // (`ordered_core::adapter::Wire`), parsed back by the core.
 
     #[derive(diesel::QueryableByName)]
     pub(crate) struct TextRow {
@@ -337,7 +339,7 @@ pub(crate) mod rows {
         o_pos: String,
     }
 
-    fn decode(e: ordered_core::sql::DecodeError) -> DieselError {
+    fn decode(e: ordered_core::adapter::sql::DecodeError) -> DieselError {
         DieselError::DeserializationError(Box::new(e))
     }
 
@@ -385,7 +387,7 @@ pub(crate) mod rows {
             .map(Reply::Tagged)
     }
 
-    /// The count of a [`ordered_core::Returns::Count`] statement (0 for no row).
+    /// The count of a [`ordered_core::adapter::Returns::Count`] statement (0 for no row).
     pub(crate) fn count(rows: &[CountRow]) -> i64 {
         rows.first().map_or(0, |r| r.o_count)
     }
@@ -584,11 +586,11 @@ macro_rules! ordered_connection {
 
         impl OrderedConnection for $conn {
             const DIALECT: Dialect = $dialect;
-            const BEGIN: &'static str = ordered_core::sql::begin($dialect);
+            const BEGIN: &'static str = ordered_core::adapter::sql::begin($dialect);
 
             fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply> {
                 use diesel::RunQueryDsl;
-                use ordered_core::Returns;
+                use ordered_core::adapter::Returns;
 
                 let kept = reusable(stmt);
                 let q = rows::raw(stmt, kept)?;

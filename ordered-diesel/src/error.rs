@@ -43,7 +43,7 @@ pub enum Error {
     ConnectionLost(DieselError),
 }
 
-pub(crate) use ordered_core::retry::Class;
+pub(crate) use ordered_core::adapter::retry::Class;
 
 /// Classifies a Diesel error: Diesel's own kinds first, then the
 /// engine's message, which is all Diesel exposes for deadlocks and `SQLITE_BUSY`.
@@ -53,7 +53,7 @@ pub(crate) fn classify(e: &DieselError) -> Class {
         DieselError::DatabaseError(DatabaseErrorKind::SerializationFailure, _) => Class::Retry,
         DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _) => Class::RetryOnce,
         DieselError::DatabaseError(_, info) => {
-            ordered_core::retry::classify_message(info.message())
+            ordered_core::adapter::retry::classify_message(info.message())
         }
         _ => Class::Fatal,
     }

@@ -133,8 +133,6 @@ pub use ordered_diesel_derive::Ordered;
 pub use ordered_core::Error as OrderingError;
 pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
 pub use ordered_core::key;
-/// The statements the library runs, per engine (for inspection and logging).
-pub use ordered_core::sql;
 pub use ordered_core::{
     Dense, Dialect, Fractional, Gapped, Id, Inserted, Key, KeyType, Listing, MAX_POSITION,
     MIN_POSITION, NullScope, Ordered, Outcome, Placement, Position, PositionKind, PositionStrategy,
@@ -144,10 +142,11 @@ pub use ordered_core::{
 #[doc(hidden)]
 pub mod __private {
     pub use diesel;
+    pub use ordered_core::Request;
+    pub use ordered_core::adapter::{Controls, FinalStatement, Reply, Statement};
     pub use ordered_core::key::Alphabet;
     pub use ordered_core::position::PARK_POSITION;
     pub use ordered_core::spec::LOCK_TABLE;
-    pub use ordered_core::{Controls, FinalStatement, Reply, Request, Statement};
 
     /// What a derive with errors expands to, so that only the real error is reported.
     pub const FALLBACK_SPEC: ordered_core::Spec =

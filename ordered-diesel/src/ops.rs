@@ -3,8 +3,8 @@
 
 use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::result::{DatabaseErrorKind, Error as DieselError, QueryResult};
+use ordered_core::adapter::retry::is_connection_lost;
 use ordered_core::adapter::{Feed, Finished, Io, Job, Protocol, Settings, SlotError, Wire};
-use ordered_core::retry::is_connection_lost;
 use ordered_core::{
     Changes, Id, Inserted, Listing, Ordered, Outcome, Placement, Report, Request, Row, Spec,
 };

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use sea_orm::DbErr;
 
+use ordered_core::adapter::retry::classify_message;
 use ordered_core::adapter::{Class, Failure, Kind};
 pub use ordered_core::error::Status;
-use ordered_core::retry::classify_message;
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

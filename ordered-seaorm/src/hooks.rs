@@ -17,7 +17,8 @@
 //! # Ok(()) }
 //! ```
 
-use ordered_core::{Action, Id, Operation, Placement, Reply, Request, Spec};
+use ordered_core::adapter::{Action, Operation, Reply};
+use ordered_core::{Id, Placement, Request, Spec};
 use sea_orm::ConnectionTrait;
 
 use crate::error::{Error, Result};
@@ -37,7 +38,7 @@ pub async fn slot_for_insert<C: ConnectionTrait>(
 ) -> Result<Slot> {
     let parent = parent.into();
     let d = dialect(db.get_database_backend())?;
-    let key = ordered_core::Wire::of(spec);
+    let key = ordered_core::adapter::Wire::of(spec);
     let mut op = Operation::new(*spec, d, Request::Insert { parent, at });
     let mut reply = Reply::None;
     loop {

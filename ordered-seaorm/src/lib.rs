@@ -88,7 +88,7 @@ pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
 pub use ordered_core::{
     Dense, Dialect, Fractional, Gapped, Id, Inserted, Key, KeyType, Listing, MAX_POSITION,
     MIN_POSITION, NullScope, Outcome, Placement, Position, PositionKind, PositionStrategy,
-    RebalancePolicy, Report, Request, RetryPolicy, Row, ScopeColumn, ScopeKey, Spec, key, sql,
+    RebalancePolicy, Report, Request, RetryPolicy, Row, ScopeColumn, ScopeKey, Spec, key,
 };
 
 /// A model field type that can hold an ordered table's keys (the primary key and the
@@ -151,9 +151,10 @@ pub trait OrderedEntity: sea_orm::EntityTrait {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::ops::run;
+    pub use ordered_core::Request;
+    pub use ordered_core::adapter::{Controls, FinalStatement, Reply, Statement};
     pub use ordered_core::key::Alphabet;
     pub use ordered_core::migration as core_migration;
     pub use ordered_core::spec::LOCK_TABLE;
-    pub use ordered_core::{Controls, FinalStatement, Reply, Request, Statement};
     pub use sea_orm;
 }

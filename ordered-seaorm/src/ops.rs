@@ -6,9 +6,9 @@ use std::future::Future;
 use std::pin::Pin;
 
 use ordered_core::adapter::{Arg, Feed, Finished, Io, Job, Protocol, Returns, Settings, SlotError};
+use ordered_core::adapter::{Reply, Statement, Wire};
 use ordered_core::{
-    Changes, Dialect, Id, Inserted, Outcome, Placement, Position, Reply, Request, Row, Spec,
-    Statement, Wire,
+    Changes, Dialect, Id, Inserted, Outcome, Placement, Position, Request, Row, Spec,
 };
 use sea_orm::{
     ActiveModelBehavior, ActiveModelTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr,
@@ -156,7 +156,7 @@ pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, wire: Wire) -> Re
     })
 }
 
-fn decode(e: ordered_core::sql::DecodeError) -> DbErr {
+fn decode(e: ordered_core::adapter::sql::DecodeError) -> DbErr {
     DbErr::Type(e.to_string())
 }
 

@@ -293,7 +293,7 @@ async fn same_version(engine: &str, url: &str, report: &mut Vec<String>) {
 
 async fn ids_version(db: &DatabaseConnection, spec: Spec) -> i64 {
     let d = ordered_seaorm::dialect(db.get_database_backend()).unwrap();
-    let q = |s: &str| ordered_seaorm::sql::quote(d, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(d, s);
     let row = db
         .query_one_raw(Statement::from_string(
             db.get_database_backend(),

@@ -33,10 +33,8 @@ use std::time::{Duration, Instant};
 
 use diesel::Connection;
 use diesel::connection::SimpleConnection;
-use ordered_core::{
-    Arg, Dense, Dialect, Fractional, Gapped, Id, Position, PositionStrategy, Returns, Spec,
-    Statement, sql,
-};
+use ordered_core::adapter::{Arg, Returns, Statement, sql};
+use ordered_core::{Dense, Dialect, Fractional, Gapped, Id, Position, PositionStrategy, Spec};
 use ordered_diesel::{OrderedConnection, Ordering, Slot};
 
 static GAPPED: Gapped = Gapped::DEFAULT;
@@ -181,7 +179,7 @@ fn insert_row<C: BenchConn>(c: &mut C, s: &Spec, slot: &Slot) -> diesel::QueryRe
                 args,
                 returns: Returns::Nothing,
             },
-            ordered_core::Wire::PLAIN,
+            ordered_core::adapter::Wire::PLAIN,
         )?;
         return Ok(());
     }
@@ -192,9 +190,9 @@ fn insert_row<C: BenchConn>(c: &mut C, s: &Spec, slot: &Slot) -> diesel::QueryRe
             args,
             returns: Returns::Count,
         },
-        ordered_core::Wire::PLAIN,
+        ordered_core::adapter::Wire::PLAIN,
     )?;
-    if let ordered_core::Reply::Count(id) = reply {
+    if let ordered_core::adapter::Reply::Count(id) = reply {
         slot.inserted_id(id);
     }
     Ok(())
@@ -538,7 +536,7 @@ fn seaorm_insert(
                 args: vec![Arg::I64(slot.scope::<i64>()?), (&slot.position).into()],
                 returns: Returns::Nothing,
             };
-            ordered_seaorm::__private::run(txn, &st, ordered_core::Wire::PLAIN).await?;
+            ordered_seaorm::__private::run(txn, &st, ordered_core::adapter::Wire::PLAIN).await?;
             Ok(())
         })
     }
@@ -691,7 +689,7 @@ fn async_insert<A: ordered_diesel::async_diesel::AsyncOrderedConnection>(
                 args: vec![Arg::I64(slot.scope::<i64>()?), (&slot.position).into()],
                 returns: Returns::Nothing,
             };
-            c.run(&st, ordered_core::Wire::PLAIN).await?;
+            c.run(&st, ordered_core::adapter::Wire::PLAIN).await?;
             Ok(())
         })
     }

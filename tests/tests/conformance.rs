@@ -5,10 +5,11 @@
 
 use diesel::connection::SimpleConnection;
 use ordered_conformance::{Schema, Step, scripts};
+use ordered_core::adapter::{Reply, Returns, Statement, Wire, sql};
 use ordered_core::migration::{create_parent_table, create_table};
 use ordered_core::{
-    Changes, Dialect, Fractional, Gapped, Id, KeyType, Position, PositionStrategy, Reply, Request,
-    Returns, Row, ScopeColumn, Spec, Statement, Wire, sql,
+    Changes, Dialect, Fractional, Gapped, Id, KeyType, Position, PositionStrategy, Request, Row,
+    ScopeColumn, Spec,
 };
 use sea_orm::{ConnectionTrait, Database, TransactionTrait};
 
@@ -334,7 +335,7 @@ fn assert_sound(tag: &str, name: &str, reports: Vec<ordered_core::Report>) {
 /// names it; without, the last statement returns the new id as `o_count`.
 fn insert(d: Dialect, s: &Spec, id: Option<Id>, scope: Id, pos: &Position) -> Vec<Statement> {
     let q = |x: &str| sql::quote(d, x);
-    let arg: ordered_core::Arg = pos.into();
+    let arg: ordered_core::adapter::Arg = pos.into();
     let ph = |n: usize| match d {
         Dialect::Postgres => format!("${n}"),
         _ => "?".to_owned(),

@@ -15,8 +15,14 @@
 //! pauses and the retries, and the statement sequences of the reads.
 
 mod catalogue;
+#[path = "../observe.rs"]
+pub mod observe;
 mod protocol;
+#[path = "../retry.rs"]
+pub mod retry;
 mod slot;
+#[path = "../sql/mod.rs"]
+pub mod sql;
 
 pub use protocol::{DbFailure, Failure, Feed, Finished, Io, Job, Kind, Protocol};
 pub use slot::{Slot, SlotError};

@@ -11,7 +11,8 @@
 //!
 //! ```
 //! use ordered_core::adapter::{DbFailure, Feed, Io, Job, Protocol};
-//! use ordered_core::{Dialect, Placement, Reply, Request, Settings, Spec};
+//! use ordered_core::{Dialect, Placement, Request, Spec};
+//! use ordered_core::adapter::{Reply, Settings};
 //!
 //! #[derive(Debug)]
 //! struct Failed(String);

@@ -258,7 +258,7 @@ pub fn tables(
 
 pub fn reset<C: TestConn>(conn: &mut C, t: &Tables, parents: &[Id]) {
     let d = C::DIALECT;
-    let q = |s: &str| ordered_diesel::sql::quote(d, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(d, s);
     conn.exec(&format!("DROP TABLE IF EXISTS {}", q(t.items)));
     conn.exec(&format!("DROP TABLE IF EXISTS {}", q(t.parents)));
     for m in [
@@ -280,7 +280,7 @@ pub fn reset<C: TestConn>(conn: &mut C, t: &Tables, parents: &[Id]) {
 }
 
 pub fn drop_tables<C: TestConn>(conn: &mut C, t: &Tables) {
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     conn.exec(&format!("DROP TABLE IF EXISTS {}", q(t.items)));
     conn.exec(&format!("DROP TABLE IF EXISTS {}", q(t.parents)));
 }
@@ -337,19 +337,19 @@ pub fn sound<C: TestConn>(conn: &mut C, t: &Tables, parent: Id) -> Vec<ordered_d
 
 /// Runs a query returning one `o_count` BIGINT and returns it.
 pub fn count<C: TestConn>(conn: &mut C, sql: &str) -> i64 {
-    let stmt = ordered_diesel::sql::Statement {
+    let stmt = ordered_core::adapter::sql::Statement {
         sql: sql.to_owned(),
         args: vec![],
-        returns: ordered_diesel::sql::Returns::Count,
+        returns: ordered_core::adapter::sql::Returns::Count,
     };
-    match conn.run(&stmt, ordered_core::Wire::PLAIN).unwrap() {
+    match conn.run(&stmt, ordered_core::adapter::Wire::PLAIN).unwrap() {
         ordered_core_reply::Count(v) => v,
         other => panic!("{other:?}"),
     }
 }
 
 pub fn version<C: TestConn>(conn: &mut C, t: &Tables, parent: Id) -> i64 {
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     let cast = if C::DIALECT == Dialect::Mysql {
         "SIGNED"
     } else {
@@ -385,7 +385,7 @@ pub fn card_id(n: u128) -> uuid::Uuid {
 /// boards 1 to 3.
 pub fn migrate_boards<C: TestConn>(c: &mut C, spec: &Spec) {
     let d = C::DIALECT;
-    let q = |s: &str| ordered_diesel::sql::quote(d, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(d, s);
     c.exec(&format!("DROP TABLE IF EXISTS {}", q(spec.table)));
     c.exec(&format!("DROP TABLE IF EXISTS {}", q(spec.parent_table)));
     for stmt in create_parent_table(d, spec, &[])

@@ -29,9 +29,9 @@ use crate::common::*;
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, SimpleAsyncConnection};
 use oracle::{Model, check_replay, log_stmt, reset_log};
+use ordered_core::adapter::sql::{Arg, Returns};
 use ordered_diesel::__private::{Controls, Reply, Statement};
 use ordered_diesel::async_diesel::{AsyncOrderedConnection, InsertFuture, Ordering};
-use ordered_diesel::sql::{Arg, Returns};
 use ordered_diesel::{Dialect, Error, Gapped, Id, Placement, RebalancePolicy, RetryPolicy, Slot};
 
 static GAP16: Gapped = Gapped::new(1 << 16);
@@ -111,7 +111,7 @@ fn inserter<A: AsyncTestConn>(
     move |c, slot| {
         let title = title.clone();
         Box::pin(async move {
-            let q = |s: &str| ordered_diesel::sql::quote(d, s);
+            let q = |s: &str| ordered_core::adapter::sql::quote(d, s);
             let ph = if d == Dialect::Postgres {
                 ["$1", "$2", "$3"]
             } else {
@@ -153,7 +153,7 @@ fn inserter<A: AsyncTestConn>(
             };
             let mut last = Reply::None;
             for s in &stmts {
-                last = c.run(s, ordered_core::Wire::PLAIN).await?;
+                last = c.run(s, ordered_core::adapter::Wire::PLAIN).await?;
             }
             match last {
                 Reply::Count(id) => Ok(Id::Int(id)),
@@ -175,7 +175,7 @@ fn sizes(d: Dialect) -> (usize, usize) {
 /// No lock left behind: a fresh writer takes the parent's lock at once.
 fn lock_is_free<S: TestConn>(t: &Tables) {
     let mut c = S::open(&t.db);
-    let q = |s: &str| ordered_diesel::sql::quote(S::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(S::DIALECT, s);
     match S::DIALECT {
         Dialect::Sqlite => {
             c.exec("PRAGMA busy_timeout = 1000");
@@ -343,7 +343,7 @@ async fn killed<A: AsyncTestConn>() {
         rt.block_on(async move {
             let mut conn = A::open(&tw.db).await;
             match conn
-                .run(&own_id_stmt(A::DIALECT), ordered_core::Wire::PLAIN)
+                .run(&own_id_stmt(A::DIALECT), ordered_core::adapter::Wire::PLAIN)
                 .await
                 .unwrap()
             {

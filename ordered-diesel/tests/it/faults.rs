@@ -88,7 +88,7 @@ fn hold_parent_1<C: TestConn>(
     let t = t.clone();
     let holder = std::thread::spawn(move || {
         let mut h = C::open(&t.db);
-        let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+        let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
         h.exec("BEGIN");
         count(
             &mut h,
@@ -383,7 +383,7 @@ fn heal_places_parked_rows<C: TestConn>(_: ()) {
     let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "x");
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     for (id, pos) in [(b, ordered_diesel::__private::PARK_POSITION), (x, -5)] {
         c.exec(&format!(
             "UPDATE {} SET {} = {pos} WHERE {} = {id}",
@@ -420,7 +420,7 @@ fn heal_writes_below_rows_left_in_the_temporary_range<C: TestConn>(_: ()) {
     );
     let one = ordered_diesel::Id::Int(1);
     let [x, y, a, b] = ["x", "y", "a", "b"].map(|n| add(&mut c, &t, one, Placement::Last, n));
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     // x ranks first and gets 1024 (first pass: -1024, which y holds), y second and gets
     // 2048 (-2048, which x holds)
     for (id, pos) in [(x, -2048), (y, -1024)] {

@@ -15,8 +15,8 @@ use std::time::Instant;
 
 use crate::common::*;
 use diesel::{Connection, MysqlConnection};
+use ordered_core::adapter::sql::Returns;
 use ordered_diesel::__private::{Request, Statement};
-use ordered_diesel::sql::Returns;
 use ordered_diesel::{
     Dialect, Error, OrderedConnection, OrderingError, Placement, RebalancePolicy, Spec,
 };
@@ -132,13 +132,14 @@ fn reads_through_one_node_see_writes_through_another() {
         });
     }
     let t = fresh(&mut w, "gal_causal", &GAPPED, &[1]);
-    let plain = ordered_diesel::sql::list(Dialect::Mysql, &t.spec, ordered_diesel::Id::Int(1));
+    let plain =
+        ordered_core::adapter::sql::list(Dialect::Mysql, &t.spec, ordered_diesel::Id::Int(1));
     let mut stale_plain = 0;
     for i in 0..200 {
         let id = insert(&mut w, &t, 1, Placement::First, &format!("i{i}")).unwrap();
         if i % 2 == 0 {
             // the control first (it must not wait), then the library's read
-            match r.run(&plain, ordered_core::Wire::PLAIN).unwrap() {
+            match r.run(&plain, ordered_core::adapter::Wire::PLAIN).unwrap() {
                 ordered_diesel::__private::Reply::Rows(rows) => {
                     if rows.first().map(|x| x.id) != Some(id) {
                         stale_plain += 1;
@@ -316,7 +317,7 @@ fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() {
             returns: Returns::Rows,
         };
         let mut n = node(&urls[0]);
-        match n.run(&stmt, ordered_core::Wire::PLAIN).unwrap() {
+        match n.run(&stmt, ordered_core::adapter::Wire::PLAIN).unwrap() {
             // the final statement runs after the bump: it logs the reported version
             ordered_diesel::__private::Reply::Rows(rows) => {
                 rows.into_iter().fold(BTreeMap::new(), |mut m, r| {

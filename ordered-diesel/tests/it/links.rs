@@ -59,7 +59,7 @@ fn entries<C: TestConn>(c: &mut C, insert: Insert<C>) {
     let engine = C::name();
     assert!(Entry::SPEC.is_link());
     let d = C::DIALECT;
-    let q = |s: &str| ordered_diesel::sql::quote(d, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(d, s);
     for t in ["d_link_entries", "d_link_playlists"] {
         c.exec(&format!("DROP TABLE IF EXISTS {}", q(t)));
     }

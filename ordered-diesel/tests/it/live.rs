@@ -10,14 +10,14 @@ use ordered_diesel::{Error, OrderingError, Placement, Position, RebalancePolicy,
 
 fn outbox<C: TestConn>(c: &mut C, t: &Tables) -> String {
     let name = format!("{}_outbox", t.items);
-    let q = |x: &str| ordered_diesel::sql::quote(C::DIALECT, x);
+    let q = |x: &str| ordered_core::adapter::sql::quote(C::DIALECT, x);
     c.exec(&format!("DROP TABLE IF EXISTS {}", q(&name)));
     c.exec(&format!("CREATE TABLE {} (item BIGINT NOT NULL)", q(&name)));
     name
 }
 
 fn note<C: TestConn>(c: &mut C, table: &str, item: Id) -> diesel::QueryResult<()> {
-    let q = ordered_diesel::sql::quote(C::DIALECT, table);
+    let q = ordered_core::adapter::sql::quote(C::DIALECT, table);
     c.batch_execute(&format!("INSERT INTO {q} (item) VALUES ({item})"))
 }
 
@@ -37,7 +37,7 @@ fn hook_commits_rolls_back_and_retries_with_the_operation<C: TestConn>(_: ()) {
         } else {
             "BIGINT"
         };
-        let q = ordered_diesel::sql::quote(C::DIALECT, &table);
+        let q = ordered_core::adapter::sql::quote(C::DIALECT, &table);
         count(
             c,
             &format!("SELECT CAST(COUNT(*) AS {int}) AS o_count FROM {q}"),
@@ -386,7 +386,7 @@ fn adopting_an_existing_table<C: TestConn>(_: ()) {
     ord(&t).check_schema(&mut c).unwrap();
 
     // an app's own table, without a unique constraint on (scope, position)
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     let id = match C::DIALECT {
         ordered_diesel::Dialect::Postgres => "BIGSERIAL PRIMARY KEY",
         ordered_diesel::Dialect::Mysql => "BIGINT AUTO_INCREMENT PRIMARY KEY",
@@ -495,10 +495,10 @@ fn a_move_that_waited_for_its_lock_follows_the_item<C: TestConn>(_: ()) {
     let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "x");
     let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
     let d = add(&mut c, &t, ordered_diesel::Id::Int(2), Placement::Last, "d");
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     // the racing writer: holds both collections and moves x to the end of 2
     let mut holder = C::open(&t.db);
-    holder.exec(ordered_diesel::sql::begin(C::DIALECT));
+    holder.exec(ordered_core::adapter::sql::begin(C::DIALECT));
     for p in [1, 2] {
         holder.exec(&format!(
             "UPDATE {} SET {v} = {v} + 1 WHERE {} = {p}",
@@ -732,7 +732,7 @@ fn prepared() {
 fn rebalance_passes<C: TestConn>(_: ()) {
     let one = ordered_diesel::Id::Int(1);
     let (mut c, t) = setup::<C>("live_rebalance", &GAPPED, RebalancePolicy::Window, &[one]);
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     let mut statements = Vec::new();
     // none in the way (1000, 3000, ...), a few (2048, 3072, ...: each takes the place of
     // the one before), and more than 16 (the same shift over 20 rows)

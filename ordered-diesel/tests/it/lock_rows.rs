@@ -30,7 +30,7 @@ fn race<C: TestConn>() {
     let mut t = tables("lockrows", &GAP64, RebalancePolicy::Window, db.clone());
     t.spec = Spec::without_parent(t.items, "parent_id").with_strategy(&GAP64);
     reset(&mut c, &t, &[]);
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     c.exec(&format!(
         "DELETE FROM {} WHERE {} = '{}'",
         q(ordered_diesel::__private::LOCK_TABLE),

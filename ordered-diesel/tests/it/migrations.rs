@@ -18,7 +18,7 @@ fn run_file<C: TestConn>(conn: &mut C, path: &std::path::Path) {
 /// and an items table with the given columns after its key and parent.
 fn legacy_tables<C: TestConn>(c: &mut C, t: &Tables, columns: &str) {
     let d = C::DIALECT;
-    let q = |s: &str| ordered_diesel::sql::quote(d, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(d, s);
     drop_tables(c, t);
     let (pk, engine) = match d {
         Dialect::Postgres => ("BIGSERIAL PRIMARY KEY", ""),
@@ -55,7 +55,7 @@ fn expand_and_contract<C: TestConn>(_: ()) {
         let mut c = C::connect(&db);
         let t = tables(&test, strategy, RebalancePolicy::Window, db);
         let d = C::DIALECT;
-        let q = |s: &str| ordered_diesel::sql::quote(d, s);
+        let q = |s: &str| ordered_core::adapter::sql::quote(d, s);
         // a legacy schema: no version column, no position column
         legacy_tables(
             &mut c,
@@ -202,7 +202,7 @@ fn adopt<C: TestConn>(_: ()) {
     let mut c = C::connect(&db);
     let t = tables(test, &GAPPED, RebalancePolicy::Window, db);
     let d = C::DIALECT;
-    let q = |s: &str| ordered_diesel::sql::quote(d, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(d, s);
     // the app's own column: a 32-bit integer, nullable
     legacy_tables(
         &mut c,

@@ -10,7 +10,7 @@ use crate::common::*;
 use ordered_diesel::{Dialect, Error, Placement, RebalancePolicy, RetryPolicy};
 
 fn hold_parent<C: TestConn>(holder: &mut C, t: &Tables) {
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     match C::DIALECT {
         Dialect::Sqlite => holder.exec("BEGIN IMMEDIATE"),
         _ => {

@@ -61,7 +61,7 @@ type Insert<C> = fn(&mut C, i64, &str, &Slot) -> QueryResult<i64>;
 
 fn migrate<C: TestConn>(c: &mut C) {
     let d = C::DIALECT;
-    let q = |s: &str| ordered_diesel::sql::quote(d, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(d, s);
     c.exec(&format!("DROP TABLE IF EXISTS {}", q("d_tree_nodes")));
     for stmt in create_lock_table(d)
         .up

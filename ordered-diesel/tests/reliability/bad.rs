@@ -55,7 +55,7 @@ fn b4<C: TestConn>(_: ()) {
         all.errors
     );
     assert_eq!(all.errors.len(), 1, "{label}: {:?}", all.errors);
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     let rows = count(
         &mut c,
         &format!(
@@ -130,7 +130,7 @@ fn b7<C: TestConn>(_: ()) {
         RebalancePolicy::Window,
         &[ordered_diesel::Id::Int(1)],
     );
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     let raw = |c: &mut C, title: &str, pos: i64| {
         c.batch_execute(&format!(
             "INSERT INTO {} ({}, {}, {}) VALUES (1, '{title}', {pos})",

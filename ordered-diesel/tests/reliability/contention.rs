@@ -656,7 +656,7 @@ fn c5<C: TestConn>(_: ()) {
         snapshot,
         "{label}: the relabel was not rolled back whole"
     );
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     let parked = count(
         &mut c,
         &format!(

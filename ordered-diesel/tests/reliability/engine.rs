@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use diesel::connection::{InstrumentationEvent, SimpleConnection};
-use ordered_diesel::sql::{Returns, Statement};
+use ordered_core::adapter::sql::{Returns, Statement};
 use ordered_diesel::{
     Dialect, Error, Ordering, OrderingError, Placement, RebalancePolicy, RetryPolicy, Spec,
 };
@@ -136,7 +136,7 @@ fn e1<C: TestConn>(_: ()) {
     let _ = ids(&mut reader, &t, ordered_diesel::Id::Int(1));
     ord(&t).move_to_end(&mut c, a).unwrap();
     let t0 = Instant::now();
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     let err = reader
         .batch_execute(&format!(
             "UPDATE {} SET {} = {} WHERE {} = {a}",
@@ -382,7 +382,7 @@ fn key_of(r: ordered_diesel::Row) -> String {
 
 /// Inserts `keys` under parent 1 of `table` in one statement.
 fn insert_keys<C: TestConn>(c: &mut C, table: &str, keys: &[String]) -> diesel::QueryResult<()> {
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     let rows: Vec<String> = keys.iter().map(|k| format!("(1, 'k', '{k}')")).collect();
     c.batch_execute(&format!(
         "INSERT INTO {} ({}, {}, {}) VALUES {}",
@@ -444,7 +444,7 @@ fn e4<C: TestConn>(_: ()) {
     };
     for (i, (name, column)) in bad.iter().enumerate() {
         let table: &'static str = Box::leak(format!("o_e4_bad{i}").into_boxed_str());
-        let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+        let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
         c.exec(&format!("DROP TABLE IF EXISTS {}", q(table)));
         let id = ordered_diesel::migrations::serial_primary_key(C::DIALECT);
         c.exec(&format!(

@@ -106,7 +106,7 @@ pub fn slug(level: &str) -> String {
 /// I5: no lock left behind: a fresh writer gets the parent's lock at once.
 pub fn lock_is_free<C: TestConn>(t: &Tables, parent: Id) {
     let mut c = C::open(&t.db);
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     let started = Instant::now();
     match C::DIALECT {
         Dialect::Sqlite => {

@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use ordered_core::adapter::sql::{Returns, quote};
 use ordered_diesel::__private::{Reply, Request, Statement};
-use ordered_diesel::sql::{Returns, quote};
 use ordered_diesel::{Dialect, Id, Ordering, Placement, Spec};
 
 use crate::common::*;
@@ -124,9 +124,9 @@ pub fn read_log<C: TestConn>(c: &mut C) -> Vec<String> {
     match c
         .run(
             &stmt,
-            ordered_core::Wire {
+            ordered_core::adapter::Wire {
                 key: true,
-                ..ordered_core::Wire::PLAIN
+                ..ordered_core::adapter::Wire::PLAIN
             },
         )
         .unwrap()

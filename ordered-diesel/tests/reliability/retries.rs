@@ -368,7 +368,7 @@ fn r2<C: TestConn>(_: ()) {
     let proxy = Proxy::start(host.clone());
     let proxied = url.replace(&host, &format!("127.0.0.1:{}", proxy.port));
     let mut tally = Tally::default();
-    let q = |s: &str| ordered_diesel::sql::quote(C::DIALECT, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     for (i, mode) in [CUT_AFTER_COMMIT, CUT_BEFORE_COMMIT]
         .into_iter()
         .enumerate()

@@ -8,9 +8,10 @@
     clippy::panic
 )]
 
+use ordered_core::adapter::sql;
 use ordered_seaorm::{
     Dialect, Fractional, Gapped, Id, Ordering, Placement, Position, PositionStrategy,
-    RebalancePolicy, Slot, Spec, dialect, sql,
+    RebalancePolicy, Slot, Spec, dialect,
 };
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, DbErr, Statement};
 

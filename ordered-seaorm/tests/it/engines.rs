@@ -12,10 +12,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use ordered_core::adapter::sql;
 use ordered_seaorm::migration::{Backfill, add_ordering, adopt_ordering, drop_ordering};
 use ordered_seaorm::{
     Error, Id, OrderedEntity, Ordering, OrderingError, Placement, Position, PositionStrategy,
-    RebalancePolicy, dialect, sql,
+    RebalancePolicy, dialect,
 };
 use sea_orm::{DbBackend, TransactionTrait};
 use sea_orm_migration::SchemaManager;

@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use crate::common::*;
+use ordered_core::adapter::sql::Returns;
 use ordered_seaorm::__private::{Request, Statement as CoreStatement};
-use ordered_seaorm::sql::Returns;
 use ordered_seaorm::{
     Dialect, Error, Id, Ordering, OrderingError, Placement, RebalancePolicy, Spec,
 };

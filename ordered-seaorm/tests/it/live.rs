@@ -48,7 +48,7 @@ const CARDS: Spec = Spec::new("live_cards", "column_id", "live_columns").with_ve
 
 async fn migrate(db: &sea_orm::DatabaseConnection) {
     let d = ordered_seaorm::dialect(db.get_database_backend()).unwrap();
-    let q = |s: &str| ordered_seaorm::sql::quote(d, s);
+    let q = |s: &str| ordered_core::adapter::sql::quote(d, s);
     for t in ["live_outbox", "live_cards", "live_columns"] {
         exec(db, &format!("DROP TABLE IF EXISTS {}", q(t))).await;
     }
