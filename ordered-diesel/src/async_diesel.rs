@@ -429,7 +429,7 @@ where
             },
             Io::Insert { parent, position } => match insert.as_mut() {
                 Some(f) => {
-                    let slot = Slot::new(parent, position);
+                    let slot = crate::ops::slot(parent, position);
                     // the reply after the insert: it may have reported its id
                     let result = f(conn, slot.clone()).await.map_err(Db);
                     Feed::inserted(slot.reply(), result, &mut value)

@@ -125,7 +125,7 @@ mod ops;
 pub use conn::OrderedConnection;
 pub use error::{Error, Result, Status};
 pub use keys::{KeyColumn, KeyField};
-pub use ops::{DieselSlot, OrderedDsl, Ordering, Slot};
+pub use ops::{OrderedDsl, Ordering, Slot};
 /// Derives [`Ordered`] for a Diesel model; see the crate docs for its attributes.
 pub use ordered_diesel_derive::Ordered;
 

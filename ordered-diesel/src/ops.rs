@@ -4,7 +4,7 @@
 use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::result::{DatabaseErrorKind, Error as DieselError, QueryResult};
 use ordered_core::adapter::retry::is_connection_lost;
-use ordered_core::adapter::{Feed, Finished, Io, Job, Protocol, Settings, SlotError, Wire};
+use ordered_core::adapter::{Feed, Finished, Io, Job, Protocol, Settings, Wire};
 use ordered_core::{
     Changes, Id, Inserted, Listing, Ordered, Outcome, Placement, Report, Request, Row, Spec,
 };
@@ -15,17 +15,13 @@ use crate::error::{Db, Result};
 /// Where the caller's insert must put the new row: the collection and the position,
 /// read in the model's own types with [`Slot::scope`], [`Slot::int`] and [`Slot::key`]
 /// (a Diesel error, usable with `?`, if the type does not fit).
-pub type Slot = ordered_core::adapter::Slot<DieselSlot>;
+pub type Slot = ordered_core::adapter::Slot<DieselError>;
 
-/// The Diesel adapter's [`Slot`]s report with Diesel's errors.
-#[derive(Debug)]
-pub enum DieselSlot {}
-
-impl SlotError for DieselSlot {
-    type Error = DieselError;
-    fn error(message: String) -> DieselError {
-        DieselError::SerializationError(message.into())
-    }
+/// The slot the protocol asked for, reporting in Diesel's error.
+pub(crate) fn slot(parent: Id, position: ordered_core::Position) -> Slot {
+    Slot::new(parent, position, |m| {
+        DieselError::SerializationError(m.into())
+    })
 }
 
 /// Operations on one ordered table, with options. Build it from a model with
@@ -224,7 +220,7 @@ where
             },
             Io::Insert { parent, position } => match insert.as_mut() {
                 Some(f) => {
-                    let slot = Slot::new(parent, position);
+                    let slot = slot(parent, position);
                     // the reply after the insert: it may have reported its id
                     let result = f(conn, slot.clone()).map_err(Db);
                     Feed::inserted(slot.reply(), result, &mut value)
@@ -267,6 +263,39 @@ pub(crate) fn connection_lost(e: &DieselError) -> bool {
     }
 }
 
+/// The model-level shorthands of [`OrderedDsl`]: each calls the operation of the same
+/// name on `Ordering::of::<Self>()`.
+macro_rules! dsl {
+    (
+        inserts { $($i:ident($($ik:ident),*; $($ia:ident: $it:ty),*);)* }
+        writes { $($w:ident($($wk:ident),*; $($wa:ident: $wt:ty),*);)* }
+        reads { $($r:ident($rk:ident) -> $ro:ty;)* }
+    ) => {
+        $(
+            #[doc = concat!("[`Ordering::", stringify!($i), "`].")]
+            fn $i<C, T, F>(conn: &mut C, $($ik: impl Into<Id>,)* $($ia: $it,)* insert: F) -> Result<Inserted<T>>
+            where
+                C: OrderedConnection,
+                F: FnMut(&mut C, Slot) -> QueryResult<T>,
+            {
+                Ordering::of::<Self>().$i(conn, $($ik,)* $($ia,)* insert)
+            }
+        )*
+        $(
+            #[doc = concat!("[`Ordering::", stringify!($w), "`].")]
+            fn $w<C: OrderedConnection>(conn: &mut C, $($wk: impl Into<Id>,)* $($wa: $wt),*) -> Result<Outcome> {
+                Ordering::of::<Self>().$w(conn, $($wk,)* $($wa),*)
+            }
+        )*
+        $(
+            #[doc = concat!("[`Ordering::", stringify!($r), "`].")]
+            fn $r<C: OrderedConnection>(conn: &mut C, $rk: impl Into<Id>) -> Result<$ro> {
+                Ordering::of::<Self>().$r(conn, $rk)
+            }
+        )*
+    };
+}
+
 /// The operations as associated functions of an ordered model, with default options.
 ///
 /// ```
@@ -282,196 +311,40 @@ pub(crate) fn connection_lost(e: &DieselError) -> bool {
 /// # Ok(()) }
 /// ```
 pub trait OrderedDsl: Ordered + Sized {
-    /// [`Ordering::insert_first`].
-    fn insert_first<C, T, F>(conn: &mut C, parent: impl Into<Id>, insert: F) -> Result<Inserted<T>>
-    where
-        C: OrderedConnection,
-        F: FnMut(&mut C, Slot) -> QueryResult<T>,
-    {
-        let parent = parent.into();
-        Ordering::of::<Self>().insert_first(conn, parent, insert)
+    dsl! {
+        inserts {
+            insert_first(parent;);
+            insert_last(parent;);
+            insert_before(parent, anchor;);
+            insert_after(parent, anchor;);
+            insert_between(parent; prev: Option<Id>, next: Option<Id>);
+            insert_at_index(parent; index: u64);
+        }
+        writes {
+            move_to(item; at: Placement);
+            move_before(item, anchor;);
+            move_after(item, anchor;);
+            move_between(item; prev: Option<Id>, next: Option<Id>);
+            move_to_start(item;);
+            move_to_end(item;);
+            move_to_index(item; index: u64);
+            move_up(item;);
+            move_down(item;);
+            swap(a, b;);
+            move_to_parent(item, parent; at: Placement);
+            remove(item;);
+            reorder(parent; ids: &[Id]);
+            rebalance(parent;);
+            heal(parent;);
+        }
+        reads {
+            list(parent) -> Vec<Row>;
+            list_versioned(parent) -> Listing;
+            index_of(item) -> u64;
+            verify(parent) -> Report;
+        }
     }
-    /// [`Ordering::insert_last`].
-    fn insert_last<C, T, F>(conn: &mut C, parent: impl Into<Id>, insert: F) -> Result<Inserted<T>>
-    where
-        C: OrderedConnection,
-        F: FnMut(&mut C, Slot) -> QueryResult<T>,
-    {
-        let parent = parent.into();
-        Ordering::of::<Self>().insert_last(conn, parent, insert)
-    }
-    /// [`Ordering::insert_before`].
-    fn insert_before<C, T, F>(
-        conn: &mut C,
-        parent: impl Into<Id>,
-        anchor: impl Into<Id>,
-        insert: F,
-    ) -> Result<Inserted<T>>
-    where
-        C: OrderedConnection,
-        F: FnMut(&mut C, Slot) -> QueryResult<T>,
-    {
-        let parent = parent.into();
-        let anchor = anchor.into();
-        Ordering::of::<Self>().insert_before(conn, parent, anchor, insert)
-    }
-    /// [`Ordering::insert_after`].
-    fn insert_after<C, T, F>(
-        conn: &mut C,
-        parent: impl Into<Id>,
-        anchor: impl Into<Id>,
-        insert: F,
-    ) -> Result<Inserted<T>>
-    where
-        C: OrderedConnection,
-        F: FnMut(&mut C, Slot) -> QueryResult<T>,
-    {
-        let parent = parent.into();
-        let anchor = anchor.into();
-        Ordering::of::<Self>().insert_after(conn, parent, anchor, insert)
-    }
-    /// [`Ordering::insert_between`].
-    fn insert_between<C, T, F>(
-        conn: &mut C,
-        parent: impl Into<Id>,
-        prev: Option<Id>,
-        next: Option<Id>,
-        insert: F,
-    ) -> Result<Inserted<T>>
-    where
-        C: OrderedConnection,
-        F: FnMut(&mut C, Slot) -> QueryResult<T>,
-    {
-        let parent = parent.into();
-        Ordering::of::<Self>().insert_between(conn, parent, prev, next, insert)
-    }
-    /// [`Ordering::move_before`].
-    fn move_before<C: OrderedConnection>(
-        conn: &mut C,
-        item: impl Into<Id>,
-        anchor: impl Into<Id>,
-    ) -> Result<Outcome> {
-        let item = item.into();
-        let anchor = anchor.into();
-        Ordering::of::<Self>().move_before(conn, item, anchor)
-    }
-    /// [`Ordering::move_after`].
-    fn move_after<C: OrderedConnection>(
-        conn: &mut C,
-        item: impl Into<Id>,
-        anchor: impl Into<Id>,
-    ) -> Result<Outcome> {
-        let item = item.into();
-        let anchor = anchor.into();
-        Ordering::of::<Self>().move_after(conn, item, anchor)
-    }
-    /// [`Ordering::move_between`].
-    fn move_between<C: OrderedConnection>(
-        conn: &mut C,
-        item: impl Into<Id>,
-        prev: Option<Id>,
-        next: Option<Id>,
-    ) -> Result<Outcome> {
-        let item = item.into();
-        Ordering::of::<Self>().move_between(conn, item, prev, next)
-    }
-    /// [`Ordering::move_to_start`].
-    fn move_to_start<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
-        let item = item.into();
-        Ordering::of::<Self>().move_to_start(conn, item)
-    }
-    /// [`Ordering::move_to_end`].
-    fn move_to_end<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
-        let item = item.into();
-        Ordering::of::<Self>().move_to_end(conn, item)
-    }
-    /// [`Ordering::move_to_index`].
-    fn move_to_index<C: OrderedConnection>(
-        conn: &mut C,
-        item: impl Into<Id>,
-        index: u64,
-    ) -> Result<Outcome> {
-        let item = item.into();
-        Ordering::of::<Self>().move_to_index(conn, item, index)
-    }
-    /// [`Ordering::move_up`].
-    fn move_up<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
-        let item = item.into();
-        Ordering::of::<Self>().move_up(conn, item)
-    }
-    /// [`Ordering::move_down`].
-    fn move_down<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
-        let item = item.into();
-        Ordering::of::<Self>().move_down(conn, item)
-    }
-    /// [`Ordering::swap`].
-    fn swap<C: OrderedConnection>(
-        conn: &mut C,
-        a: impl Into<Id>,
-        b: impl Into<Id>,
-    ) -> Result<Outcome> {
-        let a = a.into();
-        let b = b.into();
-        Ordering::of::<Self>().swap(conn, a, b)
-    }
-    /// [`Ordering::move_to_parent`].
-    fn move_to_parent<C: OrderedConnection>(
-        conn: &mut C,
-        item: impl Into<Id>,
-        parent: impl Into<Id>,
-        at: Placement,
-    ) -> Result<Outcome> {
-        let item = item.into();
-        let parent = parent.into();
-        Ordering::of::<Self>().move_to_parent(conn, item, parent, at)
-    }
-    /// [`Ordering::remove`].
-    fn remove<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>) -> Result<Outcome> {
-        let item = item.into();
-        Ordering::of::<Self>().remove(conn, item)
-    }
-    /// [`Ordering::reorder`].
-    fn reorder<C: OrderedConnection>(
-        conn: &mut C,
-        parent: impl Into<Id>,
-        ids: &[Id],
-    ) -> Result<Outcome> {
-        let parent = parent.into();
-        Ordering::of::<Self>().reorder(conn, parent, ids)
-    }
-    /// [`Ordering::rebalance`].
-    fn rebalance<C: OrderedConnection>(conn: &mut C, parent: impl Into<Id>) -> Result<Outcome> {
-        let parent = parent.into();
-        Ordering::of::<Self>().rebalance(conn, parent)
-    }
-    /// [`Ordering::heal`].
-    fn heal<C: OrderedConnection>(conn: &mut C, parent: impl Into<Id>) -> Result<Outcome> {
-        let parent = parent.into();
-        Ordering::of::<Self>().heal(conn, parent)
-    }
-    /// [`Ordering::list`].
-    fn list<C: OrderedConnection>(conn: &mut C, parent: impl Into<Id>) -> Result<Vec<Row>> {
-        let parent = parent.into();
-        Ordering::of::<Self>().list(conn, parent)
-    }
-    /// [`Ordering::list_versioned`].
-    fn list_versioned<C: OrderedConnection>(
-        conn: &mut C,
-        parent: impl Into<Id>,
-    ) -> Result<Listing> {
-        let parent = parent.into();
-        Ordering::of::<Self>().list_versioned(conn, parent)
-    }
-    /// [`Ordering::index_of`].
-    fn index_of<C: OrderedConnection>(conn: &mut C, item: impl Into<Id>) -> Result<u64> {
-        let item = item.into();
-        Ordering::of::<Self>().index_of(conn, item)
-    }
-    /// [`Ordering::verify`].
-    fn verify<C: OrderedConnection>(conn: &mut C, parent: impl Into<Id>) -> Result<Report> {
-        let parent = parent.into();
-        Ordering::of::<Self>().verify(conn, parent)
-    }
+
     /// The operations with options ([`Ordering::expect_version`], retries).
     fn ordering() -> Ordering {
         Ordering::of::<Self>()

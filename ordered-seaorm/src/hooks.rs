@@ -44,7 +44,7 @@ pub async fn slot_for_insert<C: ConnectionTrait>(
     loop {
         match op.next(reply)? {
             Action::Execute(stmt) => reply = run(db, &stmt, key).await?,
-            Action::Insert { parent, position } => return Ok(Slot::new(parent, position)),
+            Action::Insert { parent, position } => return Ok(crate::ops::slot(parent, position)),
             Action::Done(_) | Action::BeforeCommit(_) => {
                 return Err(Error::Ordering(ordered_core::Error::Inconsistent(
                     "an insert that placed no row".into(),

@@ -78,7 +78,7 @@ mod ops;
 
 pub use error::{Error, Result, Status, refusal};
 pub use ops::{
-    HookFuture, InsertFuture, OrderedConnection, Ordering, SeaSlot, Slot, begin, dialect, key_value,
+    HookFuture, InsertFuture, OrderedConnection, Ordering, Slot, begin, dialect, key_value,
 };
 /// Derives [`OrderedEntity`] for the `Entity` of a SeaORM `Model`.
 pub use ordered_seaorm_derive::DeriveOrdered;

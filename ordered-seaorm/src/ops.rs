@@ -5,7 +5,7 @@ use std::any::TypeId;
 use std::future::Future;
 use std::pin::Pin;
 
-use ordered_core::adapter::{Arg, Feed, Finished, Io, Job, Protocol, Returns, Settings, SlotError};
+use ordered_core::adapter::{Arg, Feed, Finished, Io, Job, Protocol, Returns, Settings};
 use ordered_core::adapter::{Reply, Statement, Wire};
 use ordered_core::{
     Changes, Dialect, Id, Inserted, Outcome, Placement, Position, Request, Row, Spec,
@@ -23,17 +23,11 @@ use crate::error::{Db, Error, Result};
 /// Where the caller's insert must put the new row: the collection and the position,
 /// read in the model's own types with [`Slot::scope`], [`Slot::int`] and [`Slot::key`]
 /// (a `DbErr`, usable with `?`, if the type does not fit).
-pub type Slot = ordered_core::adapter::Slot<SeaSlot>;
+pub type Slot = ordered_core::adapter::Slot<DbErr>;
 
-/// The SeaORM adapter's [`Slot`]s report with SeaORM's errors.
-#[derive(Debug)]
-pub enum SeaSlot {}
-
-impl SlotError for SeaSlot {
-    type Error = DbErr;
-    fn error(message: String) -> DbErr {
-        DbErr::Type(message)
-    }
+/// The slot the protocol asked for, reporting in SeaORM's error.
+pub(crate) fn slot(parent: Id, position: Position) -> Slot {
+    Slot::new(parent, position, DbErr::Type)
 }
 
 /// The future an insert closure returns.
@@ -612,7 +606,7 @@ where
             },
             Io::Insert { parent, position } => match (insert.as_mut(), &txn) {
                 (Some(f), Some(t)) => {
-                    let slot = Slot::new(parent, position);
+                    let slot = slot(parent, position);
                     // the reply after the insert: it may have reported its id
                     let result = f(t, slot.clone()).await.map_err(Db);
                     Feed::inserted(slot.reply(), result, &mut value)

@@ -15,6 +15,7 @@
 //! pauses and the retries, and the statement sequences of the reads.
 
 mod catalogue;
+mod error;
 #[path = "../observe.rs"]
 pub mod observe;
 mod protocol;
@@ -25,7 +26,7 @@ mod slot;
 pub mod sql;
 
 pub use protocol::{DbFailure, Failure, Feed, Finished, Io, Job, Kind, Protocol};
-pub use slot::{Slot, SlotError};
+pub use slot::Slot;
 
 pub use crate::engine::{Action, Controls, FinalStatement, InsertedId, Operation, Reply, Settings};
 pub use crate::retry::Class;

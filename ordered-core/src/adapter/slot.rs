@@ -1,39 +1,31 @@
 //! The slot the caller's insert fills, one type for every adapter.
 
-use std::marker::PhantomData;
-
 use crate::engine::{InsertedId, Reply};
 use crate::id::{Id, ScopeKey};
 use crate::position::Position;
 
-/// How an adapter's [`Slot`] reports a value asked for in the wrong type: as the
-/// client's own error, so that `?` works in the caller's insert closure.
-pub trait SlotError {
-    /// The client's error type (Diesel's `Error`, SeaORM's `DbErr`).
-    type Error;
-    /// The error saying `message`.
-    fn error(message: String) -> Self::Error;
-}
-
 /// Where the caller's insert must put the new row: the collection and the position,
 /// read in the model's own types.
-pub struct Slot<M> {
+/// `E` is the client's error type (Diesel's `Error`, SeaORM's `DbErr`), in which a
+/// value asked for in the wrong type is reported, so that `?` works in the closure.
+pub struct Slot<E> {
     /// The collection (parent key).
     pub parent: Id,
     /// The position.
     pub position: Position,
     id: InsertedId,
-    client: PhantomData<fn() -> M>,
+    error: fn(String) -> E,
 }
 
-impl<M: SlotError> Slot<M> {
-    /// The slot the protocol asked an insert for ([`super::Io::Insert`]).
-    pub fn new(parent: Id, position: Position) -> Self {
+impl<E> Slot<E> {
+    /// The slot the protocol asked an insert for ([`super::Io::Insert`]); `error`
+    /// makes the client's error for a value asked for in the wrong type.
+    pub fn new(parent: Id, position: Position, error: fn(String) -> E) -> Self {
         Slot {
             parent,
             position,
             id: InsertedId::default(),
-            client: PhantomData,
+            error,
         }
     }
 
@@ -54,9 +46,9 @@ impl<M: SlotError> Slot<M> {
     /// The collection key as the model's scope type (`i64`, `i32`, `i16`, `Uuid` or
     /// `String`), for the insert's scope column; an error, usable with `?` in the insert
     /// closure, if the key is of another type.
-    pub fn scope<K: ScopeKey>(&self) -> Result<K, M::Error> {
+    pub fn scope<K: ScopeKey>(&self) -> Result<K, E> {
         K::from_scope(self.parent).ok_or_else(|| {
-            M::error(format!(
+            (self.error)(format!(
                 "the collection key {} is not of the type asked for",
                 self.parent
             ))
@@ -65,34 +57,34 @@ impl<M: SlotError> Slot<M> {
 
     /// The position as an integer (gapped and dense strategies); an error, usable with
     /// `?` in the insert closure, if the table stores keys.
-    pub fn int(&self) -> Result<i64, M::Error> {
+    pub fn int(&self) -> Result<i64, E> {
         self.position
             .as_int()
-            .ok_or_else(|| M::error("the position is a key, not an integer".into()))
+            .ok_or_else(|| (self.error)("the position is a key, not an integer".into()))
     }
 
     /// The position as a fractional key; an error, usable with `?` in the insert
     /// closure, if the table stores integers.
-    pub fn key(&self) -> Result<String, M::Error> {
+    pub fn key(&self) -> Result<String, E> {
         self.position
             .as_key()
             .map(str::to_owned)
-            .ok_or_else(|| M::error("the position is an integer, not a key".into()))
+            .ok_or_else(|| (self.error)("the position is an integer, not a key".into()))
     }
 }
 
-impl<M> Clone for Slot<M> {
+impl<E> Clone for Slot<E> {
     fn clone(&self) -> Self {
         Slot {
             parent: self.parent,
             position: self.position.clone(),
             id: self.id.clone(),
-            client: PhantomData,
+            error: self.error,
         }
     }
 }
 
-impl<M> std::fmt::Debug for Slot<M> {
+impl<E> std::fmt::Debug for Slot<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Slot")
             .field("parent", &self.parent)
@@ -101,10 +93,10 @@ impl<M> std::fmt::Debug for Slot<M> {
     }
 }
 
-impl<M> PartialEq for Slot<M> {
+impl<E> PartialEq for Slot<E> {
     fn eq(&self, other: &Self) -> bool {
         (self.parent, &self.position, &self.id) == (other.parent, &other.position, &other.id)
     }
 }
 
-impl<M> Eq for Slot<M> {}
+impl<E> Eq for Slot<E> {}
