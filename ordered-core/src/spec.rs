@@ -570,17 +570,17 @@ impl Spec {
         let global = self.parent.is_empty();
         if nullable && !locks_rows {
             return Err(
-                "a nullable scope needs a table without a parent table (Spec::without_parent or Spec::tree): the root list has no parent row to lock",
+                "a nullable scope (NULL: the root list) has no parent row to lock for its root list: leave out the parent table (each list is then locked in the lock table, `ordered_locks`: Spec::without_parent), or make the table its own parent, a tree (Spec::tree)",
             );
         }
         if self.link && (locks_rows || nullable) {
             return Err(
-                "an association table is ordered per its parent's key column, locked on the parent's row: it cannot be a tree, a global list or a table without a parent table",
+                "an association table is locked on its parent's row and its scope is part of its key: name a parent table other than its own, and a scope that is not nullable",
             );
         }
         if nullable && (!self.split_by.is_empty() || global) {
             return Err(
-                "a nullable scope is one scope column: it cannot be split by more columns or be a global list",
+                "a nullable scope is one column: a list per several columns, or one global list, cannot have a NULL part",
             );
         }
         Ok(self)

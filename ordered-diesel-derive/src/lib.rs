@@ -385,20 +385,8 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
                 "an association table's key is its scope column(s), in order, then its own key column: `id = (playlist_id, track_id)` with `scope = playlist_id`",
             ));
         }
-        if a.parent.is_none() {
-            return Err(syn::Error::new(
-                span,
-                "an association table is locked on its parent's row: name the parent table with `parent`",
-            ));
-        }
     }
     let link = a.link_key.is_some();
-    if link && scope_is_option(&ast.data, scopes.first()) {
-        return Err(syn::Error::new(
-            a.id.as_ref().map_or_else(Span::call_site, |v| v.key.span()),
-            "an association table's scope is part of its key: it cannot be nullable",
-        ));
-    }
     // a scope field of type `Option<_>`: NULL is the root list; `parent` naming the
     // model's own table: a tree
     let scope_field = match &ast.data {
@@ -424,20 +412,17 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
             )
         })?;
     }
-    if let Some(f) = scope_field.filter(|_| nullable) {
-        if let (Some(p), false) = (&a.parent, tree) {
-            return Err(syn::Error::new(
-                p.key.span(),
-                "a nullable scope (NULL: the root list) has no parent row to lock for its root list: leave out `parent` (each list is locked in the lock table), or name this model's own table for a tree",
-            ));
-        }
-        if !split.is_empty() {
-            return Err(syn::Error::new(
-                f.ty.span(),
-                "a nullable scope is one column: a list per several columns cannot have a NULL part",
-            ));
-        }
-    }
+    check_combination(
+        ast,
+        Shape {
+            global,
+            nullable,
+            tree,
+            locks_rows: a.parent.is_none() || tree,
+            link,
+            split: !split.is_empty(),
+        },
+    )?;
     let null_scope = match (nullable, tree) {
         (false, _) => quote!(::ordered_diesel::NullScope::Refused),
         (true, false) => quote!(::ordered_diesel::NullScope::Root),
@@ -684,19 +669,50 @@ fn no_option<T>(v: &Option<Val<T>>, name: &str, for_strategy: &str) -> syn::Resu
     }
 }
 
-/// Whether the field named `scope` is an `Option<_>`.
-fn scope_is_option(data: &Data, scope: Option<&Ident>) -> bool {
-    match (data, scope) {
-        (Data::Struct(s), Some(scope)) => s.fields.iter().any(|f| {
-            f.ident.as_ref() == Some(scope) && type_name(&f.ty).as_deref() == Some("Option")
-        }),
-        _ => false,
-    }
-}
-
 fn type_name(ty: &Type) -> Option<String> {
     match ty {
         Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
         _ => None,
     }
+}
+
+/// The combination of choices, refused by the core's one rule ([`Spec::checked`]) at
+/// expansion time, with its message, spanned on the `#[ordered(...)]` attribute.
+///
+/// [`Spec::checked`]: ordered_core::Spec::checked
+fn check_combination(ast: &DeriveInput, shape: Shape) -> syn::Result<()> {
+    use ordered_core::{NullScope, ScopeColumn, Spec};
+    const SPLIT: &[ScopeColumn] = &[ScopeColumn::int("split")];
+    let parent_table = if shape.locks_rows {
+        ordered_core::spec::LOCK_TABLE
+    } else {
+        "parent"
+    };
+    let scope = if shape.global { "" } else { "scope" };
+    let spec = Spec::new("items", scope, parent_table)
+        .with_null_scope(match (shape.nullable, shape.tree) {
+            (false, _) => NullScope::Refused,
+            (true, false) => NullScope::Root,
+            (true, true) => NullScope::Tree,
+        })
+        .with_link(shape.link)
+        .with_split_by(if shape.split { SPLIT } else { &[] });
+    match spec.checked() {
+        Ok(_) => Ok(()),
+        Err(why) => match ast.attrs.iter().find(|a| a.path().is_ident("ordered")) {
+            Some(attr) => Err(syn::Error::new_spanned(attr, why)),
+            None => Err(syn::Error::new(ast.ident.span(), why)),
+        },
+    }
+}
+
+/// What decides whether a table's choices can go together.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    global: bool,
+    nullable: bool,
+    tree: bool,
+    locks_rows: bool,
+    link: bool,
+    split: bool,
 }

@@ -312,32 +312,23 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
             ));
         }
     }
-    if nullable {
-        if let (Some(p), false) = (&c.parent_table, tree) {
-            return Err(syn::Error::new(
-                p.span(),
-                "a nullable scope (NULL: the root list) has no parent row to lock for its root list: leave out `parent_table` (each list is locked in the lock table), or name the entity's own table for a tree",
-            ));
-        }
-        if !split.is_empty() {
-            return Err(syn::Error::new_spanned(
-                &scope_ty,
-                "a nullable scope is one column: a list per several columns cannot have a NULL part",
-            ));
-        }
-    }
     let null_scope = match (nullable, tree) {
         (false, _) => quote!(::ordered_seaorm::NullScope::Refused),
         (true, false) => quote!(::ordered_seaorm::NullScope::Root),
         (true, true) => quote!(::ordered_seaorm::NullScope::Tree),
     };
     let locks_rows = c.parent_table.is_none() || tree;
-    if link && (locks_rows || nullable) {
-        return Err(syn::Error::new(
-            ast.ident.span(),
-            "an association table is locked on its parent's row and its scope is part of its key: give `parent_table` (another table) and a scope field that is not an `Option`",
-        ));
-    }
+    check_combination(
+        ast,
+        Shape {
+            global,
+            nullable,
+            tree,
+            locks_rows,
+            link,
+            split: !split.is_empty(),
+        },
+    )?;
     let parent_table = match c.parent_table.as_ref().filter(|_| !tree) {
         None => quote!(::ordered_seaorm::__private::LOCK_TABLE),
         Some(p) => quote!(#p),
@@ -496,4 +487,45 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
             }
         };
     })
+}
+
+/// The combination of choices, refused by the core's one rule ([`Spec::checked`]) at
+/// expansion time, with its message, spanned on the `#[ordered(...)]` attribute.
+///
+/// [`Spec::checked`]: ordered_core::Spec::checked
+fn check_combination(ast: &DeriveInput, shape: Shape) -> syn::Result<()> {
+    use ordered_core::{NullScope, ScopeColumn, Spec};
+    const SPLIT: &[ScopeColumn] = &[ScopeColumn::int("split")];
+    let parent_table = if shape.locks_rows {
+        ordered_core::spec::LOCK_TABLE
+    } else {
+        "parent"
+    };
+    let scope = if shape.global { "" } else { "scope" };
+    let spec = Spec::new("items", scope, parent_table)
+        .with_null_scope(match (shape.nullable, shape.tree) {
+            (false, _) => NullScope::Refused,
+            (true, false) => NullScope::Root,
+            (true, true) => NullScope::Tree,
+        })
+        .with_link(shape.link)
+        .with_split_by(if shape.split { SPLIT } else { &[] });
+    match spec.checked() {
+        Ok(_) => Ok(()),
+        Err(why) => match ast.attrs.iter().find(|a| a.path().is_ident("ordered")) {
+            Some(attr) => Err(syn::Error::new_spanned(attr, why)),
+            None => Err(syn::Error::new(ast.ident.span(), why)),
+        },
+    }
+}
+
+/// What decides whether a table's choices can go together.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    global: bool,
+    nullable: bool,
+    tree: bool,
+    locks_rows: bool,
+    link: bool,
+    split: bool,
 }
