@@ -614,6 +614,49 @@ impl Spec {
     }
 }
 
+/// What decides whether a table's choices can go together: the derives check a model's
+/// attribute with [`Shape::check`] before they expand it.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    /// No scope column: one global list.
+    pub global: bool,
+    /// The scope column is nullable (NULL: the root list).
+    pub nullable: bool,
+    /// The parent table is the table itself.
+    pub tree: bool,
+    /// Collections are locked in the lock table (no parent table, or a tree).
+    pub locks_rows: bool,
+    /// An association table.
+    pub link: bool,
+    /// More scope columns after the first.
+    pub split: bool,
+}
+
+impl Shape {
+    /// [`Spec::checked`] of a description of this shape.
+    pub fn check(self) -> Result<(), &'static str> {
+        const SPLIT: &[ScopeColumn] = &[ScopeColumn::int("split")];
+        let parent_table = if self.locks_rows {
+            LOCK_TABLE
+        } else {
+            "parent"
+        };
+        let scope = if self.global { "" } else { "scope" };
+        let null_scope = match (self.nullable, self.tree) {
+            (false, _) => NullScope::Refused,
+            (true, false) => NullScope::Root,
+            (true, true) => NullScope::Tree,
+        };
+        Spec::new("items", scope, parent_table)
+            .with_null_scope(null_scope)
+            .with_link(self.link)
+            .with_split_by(if self.split { SPLIT } else { &[] })
+            .checked()
+            .map(|_| ())
+    }
+}
+
 /// `a == b`, in a `const fn`.
 const fn same_str(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());

@@ -414,7 +414,7 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
     }
     check_combination(
         ast,
-        Shape {
+        ordered_core::spec::Shape {
             global,
             nullable,
             tree,
@@ -680,39 +680,13 @@ fn type_name(ty: &Type) -> Option<String> {
 /// expansion time, with its message, spanned on the `#[ordered(...)]` attribute.
 ///
 /// [`Spec::checked`]: ordered_core::Spec::checked
-fn check_combination(ast: &DeriveInput, shape: Shape) -> syn::Result<()> {
-    use ordered_core::{NullScope, ScopeColumn, Spec};
-    const SPLIT: &[ScopeColumn] = &[ScopeColumn::int("split")];
-    let parent_table = if shape.locks_rows {
-        ordered_core::spec::LOCK_TABLE
-    } else {
-        "parent"
+fn check_combination(ast: &DeriveInput, shape: ordered_core::spec::Shape) -> syn::Result<()> {
+    let why = match shape.check() {
+        Ok(()) => return Ok(()),
+        Err(why) => why,
     };
-    let scope = if shape.global { "" } else { "scope" };
-    let spec = Spec::new("items", scope, parent_table)
-        .with_null_scope(match (shape.nullable, shape.tree) {
-            (false, _) => NullScope::Refused,
-            (true, false) => NullScope::Root,
-            (true, true) => NullScope::Tree,
-        })
-        .with_link(shape.link)
-        .with_split_by(if shape.split { SPLIT } else { &[] });
-    match spec.checked() {
-        Ok(_) => Ok(()),
-        Err(why) => match ast.attrs.iter().find(|a| a.path().is_ident("ordered")) {
-            Some(attr) => Err(syn::Error::new_spanned(attr, why)),
-            None => Err(syn::Error::new(ast.ident.span(), why)),
-        },
+    match ast.attrs.iter().find(|a| a.path().is_ident("ordered")) {
+        Some(attr) => Err(syn::Error::new_spanned(attr, why)),
+        None => Err(syn::Error::new(ast.ident.span(), why)),
     }
-}
-
-/// What decides whether a table's choices can go together.
-#[derive(Debug, Clone, Copy)]
-struct Shape {
-    global: bool,
-    nullable: bool,
-    tree: bool,
-    locks_rows: bool,
-    link: bool,
-    split: bool,
 }
