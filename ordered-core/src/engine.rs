@@ -691,6 +691,12 @@ impl Operation {
                                 keys.push(k);
                             }
                         }
+                        // in the order of the parent rows' keys, not of the collections
+                        // (`(board, status)` tuples order by their encoding's length
+                        // first): every writer of the table locks in one order
+                        if !self.controls.lock_in_request_order {
+                            keys.sort_unstable();
+                        }
                         let mut ps = keys;
                         // a tree's move to another parent: the root list's lock first
                         // (every such move takes it first, so none waits for it while

@@ -739,3 +739,47 @@ fn a_mysql_lock_by_key_is_the_bump_and_the_fused_read_returns_the_version() {
         assert!(sql::lock_by_bump(d, &SPEC, Id::Int(1), true).is_none());
     }
 }
+
+/// Two moves between boards in opposite directions, in a table split by `status`, lock
+/// the boards in board key order, whatever the statuses: `(1, "doing")` to `(2, "todo")`
+/// and `(2, "doing")` to `(1, "todo")` both lock board 1 first. In collection order
+/// (`Id::Tuple`'s, which compares the encoded length first) the second locked board 2
+/// first, and the pair deadlocked.
+#[test]
+fn moves_between_boards_lock_the_boards_in_key_order_whatever_the_statuses() {
+    use ordered_core::ScopeColumn;
+    const CARDS: Spec = Spec::new("cards", "board_id", "boards")
+        .with_version("version")
+        .with_split_by(&[ScopeColumn::text("status")]);
+    let list = |b: i64, s: &str| Id::from((b, Id::text(s).unwrap()));
+    let first_lock = |from: Id, to: Id| {
+        let mut op = Operation::new(
+            CARDS,
+            Dialect::Postgres,
+            Request::MoveToParent {
+                item: Id::Int(5),
+                parent: to,
+                at: Placement::Last,
+            },
+        );
+        let _read = execute(op.next(Reply::None));
+        let item = Row {
+            id: Id::Int(5),
+            parent: from,
+            position: 1024.into(),
+        };
+        let lock = execute(op.next(Reply::Rows(vec![item])));
+        assert!(lock.sql.starts_with("UPDATE \"boards\""), "{}", lock.sql);
+        (lock.args.clone(), op.locked().to_vec())
+    };
+    for (from, to) in [
+        (list(1, "doing"), list(2, "todo")),
+        (list(2, "doing"), list(1, "todo")),
+        (list(1, "todo"), list(2, "done")),
+        (list(2, "todo"), list(1, "done")),
+    ] {
+        let (args, locked) = first_lock(from, to);
+        assert_eq!(args, [Arg::I64(1)], "{from} to {to}");
+        assert_eq!(locked, [Id::Int(1), Id::Int(2)], "{from} to {to}");
+    }
+}

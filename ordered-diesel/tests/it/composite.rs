@@ -260,6 +260,100 @@ where
     assert_eq!(seen, all, "{engine}: a moved card was lost or duplicated");
 }
 
+/// The deadlock of two moves between boards in opposite directions (the reliability
+/// suite's reproduction): card x in `(b1, doing)`, card y in `(b2, doing)`; two other
+/// connections hold both boards, so that `x to (b2, todo)` and `y to (b1, todo)` both
+/// wait, then race when the boards are released. Both lock board 1 first, so one waits
+/// for the other and both succeed at their first attempt; locked in collection order
+/// (`(b, "todo")` before `(b, "doing")`), x took board 2 and y board 1, and one of them
+/// failed with a deadlock (retries are off here, so that it cannot hide).
+fn opposite_moves_between_boards<C: TestConn>(c: &mut C) {
+    use ordered_core::ScopeColumn;
+    use ordered_diesel::Spec;
+    const SPEC: Spec = Spec::new("d_cmplock_cards", "board_id", "d_cmplock_boards")
+        .with_version("version")
+        .with_id_type(KeyType::Uuid)
+        .with_parent_type(KeyType::Uuid)
+        .with_split_by(&[ScopeColumn::text("status")]);
+    let engine = C::name();
+    migrate_boards(c, &SPEC);
+    let o = ordered_diesel::Ordering::new(SPEC).retry(RetryPolicy {
+        max_attempts: 1,
+        ..RetryPolicy::default()
+    });
+    let (b1, b2) = (board(1), board(2));
+    let (x, y) = (card_id(1), card_id(2));
+    let d = C::DIALECT;
+    let q = |s: &str| ordered_core::adapter::sql::quote(d, s);
+    let lit = |u: Uuid| match d {
+        ordered_diesel::Dialect::Postgres => format!("'{u}'"),
+        _ => format!("X'{}'", u.simple()),
+    };
+    for (id, b) in [(x, b1), (y, b2)] {
+        c.exec(&format!(
+            "INSERT INTO {} ({}, {}, {}, {}, {}) VALUES ({}, {}, 'doing', 't', 1024)",
+            q(SPEC.table),
+            q("id"),
+            q("board_id"),
+            q("status"),
+            q("title"),
+            q("position"),
+            lit(id),
+            lit(b)
+        ));
+    }
+    let hold = |b: Uuid| {
+        let mut h = C::open("composite_lock");
+        h.exec(ordered_core::adapter::sql::begin(d));
+        h.exec(&format!(
+            "UPDATE {} SET {v} = {v} + 1 WHERE {} = {}",
+            q(SPEC.parent_table),
+            q("id"),
+            lit(b),
+            v = q("version")
+        ));
+        h
+    };
+    let (mut h1, mut h2) = (hold(b1), hold(b2));
+    let mover = |item: Uuid, to: Id| {
+        let o = o.clone();
+        std::thread::spawn(move || {
+            let mut m = C::open("composite_lock");
+            o.move_to_parent(&mut m, item, to, Placement::Last)
+        })
+    };
+    let mx = mover(x, list(b2, "todo"));
+    let my = mover(y, list(b1, "todo"));
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert!(
+        !mx.is_finished() && !my.is_finished(),
+        "{engine}: both moves wait for the boards"
+    );
+    h1.exec("COMMIT");
+    h2.exec("COMMIT");
+    for (m, what) in [(mx, "x to (b2, todo)"), (my, "y to (b1, todo)")] {
+        let moved = m.join().unwrap();
+        let moved = moved.unwrap_or_else(|e: Error| panic!("{engine}: {what}: {e}"));
+        assert_eq!(moved.attempts, 1, "{engine}: {what}");
+    }
+    let mut ids = |l: Id| -> Vec<Id> { o.list(c, l).unwrap().iter().map(|r| r.id).collect() };
+    assert_eq!(ids(list(b2, "todo")), [Id::from(x)], "{engine}");
+    assert_eq!(ids(list(b1, "todo")), [Id::from(y)], "{engine}");
+    assert!(ids(list(b1, "doing")).is_empty() && ids(list(b2, "doing")).is_empty());
+}
+
+#[test]
+fn opposite_moves_between_boards_do_not_deadlock() {
+    // SQLite has one writer at a time: two holders of two boards cannot exist there
+    if enabled("postgres") {
+        opposite_moves_between_boards(&mut PgConnection::connect("composite_lock"));
+    }
+    #[cfg(feature = "mysql")]
+    if enabled("mysql") {
+        opposite_moves_between_boards(&mut MysqlConnection::connect("composite_lock"));
+    }
+}
+
 mod pg {
     use super::*;
 
