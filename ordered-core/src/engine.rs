@@ -1120,6 +1120,6 @@ fn moved_item(req: &Request) -> Option<Id> {
     }
 }
 
-fn unexpected(what: &str, got: &Reply) -> Error {
+pub(crate) fn unexpected(what: &str, got: &Reply) -> Error {
     Error::Inconsistent(format!("expected {what} from the adapter, got {got:?}"))
 }

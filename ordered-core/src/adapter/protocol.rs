@@ -466,14 +466,6 @@ impl<E: DbFailure> Protocol<E> {
         &self.span
     }
 
-    /// The write's request (`None` for a read).
-    pub fn request(&self) -> Option<&Request> {
-        match &self.job {
-            Job::Write(r) => Some(r),
-            _ => None,
-        }
-    }
-
     /// The next step, given the result of the last one ([`Feed::Start`] first).
     pub fn next(&mut self, feed: Feed<E>) -> Io<E> {
         let state = std::mem::replace(&mut self.state, State::Over);
@@ -910,5 +902,5 @@ fn feed_name<E>(f: &Feed<E>) -> &'static str {
 }
 
 fn unexpected(r: &Reply) -> Error {
-    Error::Inconsistent(format!("unexpected reply from the connection: {r:?}"))
+    crate::engine::unexpected("the reply to the statement asked for", r)
 }
