@@ -22,20 +22,24 @@
 //! ```
 
 use crate::Id;
+use crate::error::Error;
+use crate::id::AppKey;
 use crate::position::Position;
 
 /// Relabels of up to this many rows are listed row by row in [`Changes::rows`]; larger
 /// ones are summarised in [`Changes::relabelled`].
 pub const DEFAULT_LIMIT: u64 = 1000;
 
-/// One row an operation wrote: its id, its collection and its new position.
+/// One row an operation wrote: its id, its collection and its new position, with the
+/// keys in the model's own types (`K` the item's, `P` the list's; [`Id`] for generic
+/// code).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Change {
+pub struct Change<K = Id, P = Id> {
     /// The item.
-    pub id: Id,
+    pub id: K,
     /// Its collection after the operation.
-    pub parent: Id,
+    pub parent: P,
     /// Its position after the operation.
     pub position: Position,
 }
@@ -44,9 +48,9 @@ pub struct Change {
 /// of `parent` whose position now lies in `first..=last` may have moved.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Relabelled {
+pub struct Relabelled<P = Id> {
     /// The collection.
-    pub parent: Id,
+    pub parent: P,
     /// The lowest new position in the range.
     pub first: Position,
     /// The highest new position in the range.
@@ -55,34 +59,119 @@ pub struct Relabelled {
     pub rows: u64,
 }
 
-/// A collection's version after the operation.
+/// A version after the operation: the version of the parent row (or lock row) that
+/// orders a list's writers. For a table ordered per several columns (cards per
+/// `(board, status)`), one parent row, the board, versions all its lists, so `parent`
+/// is the parent row's key, not a list's; for any other table it is the list's key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ScopeVersion {
-    /// The collection.
+    /// The parent row (or the list, where each list has its own lock row).
     pub parent: Id,
     /// Its new version: what a client sends back as the expected version.
     pub version: i64,
 }
 
-/// What an operation wrote. See the module docs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What an operation wrote. See the module docs. The keys are in the model's own types
+/// (`K` the item's, `P` the list's), or [`Id`] for generic code.
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Changes {
+pub struct Changes<K = Id, P = Id> {
     /// The rows written, each once with its final collection and position, ordered by
     /// collection, then position.
-    pub rows: Vec<Change>,
-    /// The items deleted.
-    pub removed: Vec<Id>,
+    pub rows: Vec<Change<K, P>>,
+    /// The items deleted (with a cascade, every row the database deleted with them).
+    pub removed: Vec<K>,
     /// Relabels too large to list (see [`Relabelled`]); empty unless the operation
     /// relabelled more rows than its limit.
-    pub relabelled: Vec<Relabelled>,
-    /// The new version of each collection the operation locked, in lock order (empty
-    /// without a version column).
+    pub relabelled: Vec<Relabelled<P>>,
+    /// The new version of each parent row the operation locked, in lock order (empty
+    /// without a version column; see [`ScopeVersion`] for what it names).
     pub versions: Vec<ScopeVersion>,
 }
 
+impl<K, P> Default for Changes<K, P> {
+    fn default() -> Self {
+        Changes {
+            rows: Vec::new(),
+            removed: Vec::new(),
+            relabelled: Vec::new(),
+            versions: Vec::new(),
+        }
+    }
+}
+
+/// `id` as the application's key type `K`; a key of another shape is
+/// [`Error::Inconsistent`] (the model's key type does not match its table).
+pub fn typed_key<K: AppKey>(id: Id) -> Result<K, Error> {
+    K::from_key(id).ok_or_else(|| {
+        Error::Inconsistent(format!(
+            "the key {id} read back does not fit the model's key type {}",
+            std::any::type_name::<K>()
+        ))
+    })
+}
+
+impl<K, P> Changes<K, P> {
+    /// Whether some relabel was too large to list ([`Changes::relabelled`] is not
+    /// empty): the client must re-read those ranges.
+    pub fn is_summarised(&self) -> bool {
+        !self.relabelled.is_empty()
+    }
+
+    /// The new version of `parent` (a list, or the parent row of a table ordered per
+    /// several columns), if the operation locked it and the table has a version column.
+    pub fn version_of(&self, parent: &impl AppKey) -> Option<i64> {
+        let parent = parent.to_key()?;
+        self.versions
+            .iter()
+            .find(|v| v.parent == parent)
+            .map(|v| v.version)
+    }
+
+    /// Whether the operation wrote nothing and removed nothing.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty() && self.removed.is_empty() && self.relabelled.is_empty()
+    }
+}
+
 impl Changes {
+    /// These changes with the keys in the model's own types (what the typed
+    /// operations return).
+    pub fn typed<K: AppKey, P: AppKey>(self) -> Result<Changes<K, P>, Error> {
+        Ok(Changes {
+            rows: self
+                .rows
+                .into_iter()
+                .map(|c| {
+                    Ok(Change {
+                        id: typed_key(c.id)?,
+                        parent: typed_key(c.parent)?,
+                        position: c.position,
+                    })
+                })
+                .collect::<Result<_, Error>>()?,
+            removed: self
+                .removed
+                .into_iter()
+                .map(typed_key)
+                .collect::<Result<_, _>>()?,
+            relabelled: self
+                .relabelled
+                .into_iter()
+                .map(|r| {
+                    Ok(Relabelled {
+                        parent: typed_key(r.parent)?,
+                        first: r.first,
+                        last: r.last,
+                        rows: r.rows,
+                    })
+                })
+                .collect::<Result<_, Error>>()?,
+            versions: self.versions,
+        })
+    }
+
     /// Records a row's new place; a later record of the same id replaces it.
     pub fn record(&mut self, change: Change) {
         self.removed.retain(|id| *id != change.id);
@@ -123,21 +212,6 @@ impl Changes {
         if !self.removed.contains(&id) {
             self.removed.push(id);
         }
-    }
-
-    /// Whether some relabel was too large to list ([`Changes::relabelled`] is not
-    /// empty): the client must re-read those ranges.
-    pub fn is_summarised(&self) -> bool {
-        !self.relabelled.is_empty()
-    }
-
-    /// The new version of `parent`, if the operation locked it and the table has a
-    /// version column.
-    pub fn version_of(&self, parent: Id) -> Option<i64> {
-        self.versions
-            .iter()
-            .find(|v| v.parent == parent)
-            .map(|v| v.version)
     }
 
     /// Sorts the rows by collection, then position (the order the engine reports).
@@ -213,6 +287,6 @@ mod tests {
         c.sort();
         let ids: Vec<Id> = c.rows.iter().map(|r| r.id).collect();
         assert_eq!(ids, [3, 2, 1]);
-        assert_eq!(c.version_of(Id::Int(1)), None);
+        assert_eq!(c.version_of(&Id::Int(1)), None);
     }
 }

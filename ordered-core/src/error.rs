@@ -68,7 +68,7 @@ pub enum Error {
         parent: Id,
     },
     /// An anchor or item belongs to another collection than the one being edited.
-    #[error("item {id} is not in collection {parent}; it may have moved: re-read the list")]
+    #[error("item {id} is not in {}; it may have moved: re-read the list", Coll(*parent))]
     NotInCollection {
         /// The item.
         id: Id,
@@ -88,7 +88,7 @@ pub enum Error {
         next: Option<Id>,
     },
     /// The collection changed since the client read it.
-    #[error("collection {parent} is at version {actual}, not {expected}: re-read the list")]
+    #[error("{} is at version {actual}, not {expected}: re-read the list", Coll(*parent))]
     VersionConflict {
         /// The collection.
         parent: Id,
@@ -117,7 +117,7 @@ pub enum Error {
     },
     /// A requested order is not a permutation of the current items.
     #[error(
-        "the requested order is not exactly the current items of collection {parent}: {reason}"
+        "the requested order is not exactly the current items of {}: {reason}", Coll(*parent)
     )]
     ReorderMismatch {
         /// The collection.
@@ -146,7 +146,7 @@ pub enum Error {
     /// An idempotent insert found its item already there: an earlier attempt committed
     /// (typically one that ended with an unknown commit outcome). Nothing was written.
     #[error(
-        "item {id} already exists in collection {parent}: an earlier attempt of this insert was committed; nothing was written"
+        "item {id} already exists in {}: an earlier attempt of this insert was committed; nothing was written", Coll(*parent)
     )]
     AlreadyApplied {
         /// The item.
@@ -191,7 +191,7 @@ pub enum Error {
     /// with prepared statements, met only when several nodes write one collection). The
     /// collection may hold part of the operation. Not retried.
     #[error(
-        "the cluster aborted the transaction part-way and part of the operation was committed outside it; run verify and heal on collection {parent}, and send this table's writes through one node"
+        "the cluster aborted the transaction part-way and part of the operation was committed outside it; run verify and rebalance on {}, and send this table's writes through one node", Coll(*parent)
     )]
     PartiallyApplied {
         /// The collection the operation locked first.
@@ -214,9 +214,22 @@ pub enum Error {
     #[error("invalid request: {0}")]
     InvalidRequest(&'static str),
     /// The database returned something the protocol rules out (a duplicate position,
-    /// a row of the wrong kind). Run `verify` and `heal`.
-    #[error("inconsistent collection: {0}; run verify and heal")]
+    /// a row of the wrong kind). Run `verify` and `rebalance`.
+    #[error("inconsistent collection: {0}; run verify and rebalance")]
     Inconsistent(String),
+}
+
+/// A collection in a message: `collection 4`, or `the root list`.
+struct Coll(Id);
+
+impl std::fmt::Display for Coll {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0 == Id::ROOT {
+            f.write_str("the root list")
+        } else {
+            write!(f, "collection {}", self.0)
+        }
+    }
 }
 
 /// A neighbour in a message: `item 4`, or the end of the list it stands for.
@@ -322,11 +335,14 @@ impl Error {
     /// What the refusal means for the client ([`Status`]).
     pub fn status(&self) -> Status {
         match self {
-            Error::NotFound { .. } | Error::ParentNotFound { .. } => Status::NotFound,
+            // an item or anchor outside the list the request names is, for that list,
+            // not there (and the answer names nothing of the list it is in)
+            Error::NotFound { .. }
+            | Error::ParentNotFound { .. }
+            | Error::NotInCollection { .. } => Status::NotFound,
             // the client's list is stale; an idempotent insert that already happened is
             // a conflict with the client's own earlier attempt
-            Error::NotInCollection { .. }
-            | Error::StaleNeighbours { .. }
+            Error::StaleNeighbours { .. }
             | Error::VersionConflict { .. }
             | Error::ReorderMismatch { .. }
             | Error::WouldCycle { .. }

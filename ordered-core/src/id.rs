@@ -295,6 +295,8 @@ impl fmt::Display for Id {
             Id::Int(v) => write!(f, "{v}"),
             Id::Uuid(u) => write!(f, "{}", u.hyphenated()),
             Id::Text(s) => f.write_str(s),
+            // a table that is one list, or the rows whose nullable scope is NULL
+            Id::Tuple(t) if t.len == 0 => f.write_str("the root list"),
             Id::Tuple(t) => {
                 f.write_str("(")?;
                 for (i, p) in t.parts().enumerate() {
@@ -518,23 +520,58 @@ impl Key for Vec<u8> {
     }
 }
 
-/// What the key of a collection reads back as in the app's types: any [`Key`] for a
-/// scope of one column, a pair or triple of them for a composite scope (the insert
-/// closures' `slot.scope::<(Uuid, String)>()`).
-pub trait ScopeKey: Sized {
+/// A key in the application's own type: what the typed operations take and return for
+/// an item or a list, and what an insert closure reads its list as
+/// (`slot.scope::<(Uuid, String)>()`). Implemented for every [`Key`] (one column), for
+/// `Option<K>` (a nullable scope: `None` is the root list, [`Id::ROOT`]), for pairs and
+/// triples of keys (a list per several columns, or the key of a row of an association
+/// table: its list and its own key) and for [`Id`] itself (generic code, a table
+/// described at run time).
+pub trait AppKey: Sized {
+    /// This key as an [`Id`]; `None` when it cannot be one (a string longer than
+    /// [`MAX_TEXT_KEY`] bytes, bytes that are not a UUID's 16).
+    fn to_key(&self) -> Option<Id>;
     /// The value `id` holds, if it has this shape.
-    fn from_scope(id: Id) -> Option<Self>;
+    fn from_key(id: Id) -> Option<Self>;
 }
 
-impl<K: Key> ScopeKey for K {
-    fn from_scope(id: Id) -> Option<Self> {
+impl<K: Key> AppKey for K {
+    fn to_key(&self) -> Option<Id> {
+        self.to_id()
+    }
+    fn from_key(id: Id) -> Option<Self> {
         K::from_id(id)
     }
 }
 
+impl AppKey for Id {
+    fn to_key(&self) -> Option<Id> {
+        Some(*self)
+    }
+    fn from_key(id: Id) -> Option<Self> {
+        Some(id)
+    }
+}
+
+/// The one list of a table that is one list ([`Id::GLOBAL`]).
+impl AppKey for () {
+    fn to_key(&self) -> Option<Id> {
+        Some(Id::GLOBAL)
+    }
+    fn from_key(id: Id) -> Option<Self> {
+        (id == Id::GLOBAL).then_some(())
+    }
+}
+
 /// A nullable scope column's value: `None` for the root list ([`Id::ROOT`]).
-impl<K: Key> ScopeKey for Option<K> {
-    fn from_scope(id: Id) -> Option<Self> {
+impl<K: Key> AppKey for Option<K> {
+    fn to_key(&self) -> Option<Id> {
+        match self {
+            None => Some(Id::ROOT),
+            Some(k) => k.to_id(),
+        }
+    }
+    fn from_key(id: Id) -> Option<Self> {
         if id == Id::ROOT {
             return Some(None);
         }
@@ -542,16 +579,22 @@ impl<K: Key> ScopeKey for Option<K> {
     }
 }
 
-impl<A: Key, B: Key> ScopeKey for (A, B) {
-    fn from_scope(id: Id) -> Option<Self> {
+impl<A: Key, B: Key> AppKey for (A, B) {
+    fn to_key(&self) -> Option<Id> {
+        Id::tuple([self.0.to_id()?, self.1.to_id()?]).ok()
+    }
+    fn from_key(id: Id) -> Option<Self> {
         let mut p = id.parts();
         let v = (A::from_id(p.next()?)?, B::from_id(p.next()?)?);
         p.next().is_none().then_some(v)
     }
 }
 
-impl<A: Key, B: Key, C: Key> ScopeKey for (A, B, C) {
-    fn from_scope(id: Id) -> Option<Self> {
+impl<A: Key, B: Key, C: Key> AppKey for (A, B, C) {
+    fn to_key(&self) -> Option<Id> {
+        Id::tuple([self.0.to_id()?, self.1.to_id()?, self.2.to_id()?]).ok()
+    }
+    fn from_key(id: Id) -> Option<Self> {
         let mut p = id.parts();
         let v = (
             A::from_id(p.next()?)?,
@@ -618,13 +661,16 @@ impl serde::Serialize for Id {
             Id::Int(v) => s.serialize_i64(*v),
             Id::Uuid(u) => s.collect_str(&u.hyphenated()),
             Id::Text(t) => s.serialize_str(t),
+            // the root list (or a table that is one list): no scope value
+            Id::Tuple(t) if t.len == 0 => s.serialize_none(),
             Id::Tuple(t) => s.collect_seq(t.parts()),
         }
     }
 }
 
 /// A number reads as an integer key, a hyphenated UUID as a UUID key, any other
-/// string as a text key, an array of keys as a composite key ([`Id::tuple`]).
+/// string as a text key, an array of keys as a composite key ([`Id::tuple`]), and
+/// `null` as the root list ([`Id::ROOT`]), which is how it serialises.
 #[cfg(feature = "serde")]
 impl<'de> serde::Deserialize<'de> for Id {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Id, D::Error> {
@@ -632,7 +678,9 @@ impl<'de> serde::Deserialize<'de> for Id {
         impl<'de> serde::de::Visitor<'de> for V {
             type Value = Id;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an integer, a UUID or a string key, or an array of keys")
+                f.write_str(
+                    "an integer, a UUID or a string key, an array of keys, or null (the root list)",
+                )
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Id, A::Error> {
                 let mut parts = Vec::new();
@@ -640,6 +688,12 @@ impl<'de> serde::Deserialize<'de> for Id {
                     parts.push(p);
                 }
                 Id::tuple(parts).map_err(serde::de::Error::custom)
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Id, E> {
+                Ok(Id::ROOT)
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<Id, E> {
+                Ok(Id::ROOT)
             }
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Id, E> {
                 Ok(Id::Int(v))
@@ -727,10 +781,46 @@ mod tests {
     #[test]
     fn scope_keys_read_pairs_back_in_the_apps_types() {
         let t = todo(5);
-        let (board, status): (Uuid, String) = ScopeKey::from_scope(t).unwrap();
+        let (board, status): (Uuid, String) = AppKey::from_key(t).unwrap();
         assert_eq!((board, status.as_str()), (Uuid::from_u128(5), "todo"));
-        assert_eq!(<(Uuid, i64)>::from_scope(t), None);
-        assert_eq!(<(Uuid, String, i64)>::from_scope(t), None);
-        assert_eq!(<i64>::from_scope(Id::Int(3)), Some(3));
+        assert_eq!(<(Uuid, i64)>::from_key(t), None);
+        assert_eq!(<(Uuid, String, i64)>::from_key(t), None);
+        assert_eq!(<i64>::from_key(Id::Int(3)), Some(3));
+    }
+
+    #[test]
+    fn app_keys_round_trip_and_the_root_list_is_none() {
+        assert_eq!(7_i64.to_key(), Some(Id::Int(7)));
+        assert_eq!(
+            (Uuid::from_u128(5), "todo".to_owned()).to_key(),
+            Some(todo(5))
+        );
+        assert_eq!(None::<i64>.to_key(), Some(Id::ROOT));
+        assert_eq!(Some(3_i32).to_key(), Some(Id::Int(3)));
+        assert_eq!(<Option<i64>>::from_key(Id::ROOT), Some(None));
+        assert_eq!(().to_key(), Some(Id::GLOBAL));
+        assert_eq!(<()>::from_key(Id::Int(1)), None);
+        assert_eq!(Id::Int(4).to_key(), Some(Id::Int(4)));
+        // a string no row can have is no key, not a truncated one
+        assert_eq!("x".repeat(MAX_TEXT_KEY + 1).to_key(), None);
+    }
+
+    #[test]
+    fn the_root_list_prints_as_words_and_serialises_as_null() {
+        assert_eq!(Id::ROOT.to_string(), "the root list");
+        #[cfg(feature = "serde")]
+        {
+            assert_eq!(serde_json::to_string(&Id::ROOT).unwrap(), "null");
+            assert_eq!(serde_json::from_str::<Id>("null").unwrap(), Id::ROOT);
+        }
+        let e = crate::Error::VersionConflict {
+            parent: Id::ROOT,
+            expected: 1,
+            actual: 2,
+        };
+        assert_eq!(
+            e.to_string(),
+            "the root list is at version 2, not 1: re-read the list"
+        );
     }
 }

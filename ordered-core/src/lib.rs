@@ -53,10 +53,10 @@ pub mod verify;
 // the adapter plumbing lives under `adapter`; the crate's own code names it as before
 use adapter::{observe, retry, sql};
 
-pub use id::{Id, Key, KeyTooLong, KeyType, MAX_TEXT_KEY, ScopeKey, WrongKey};
+pub use id::{AppKey, Id, Key, KeyTooLong, KeyType, MAX_TEXT_KEY, WrongKey};
 
 pub use changes::{Change, Changes};
-pub use engine::{Inserted, Listing, Outcome};
+pub use engine::{Concurrency, Inserted, Listing, Outcome};
 pub use error::Error;
 pub use key::KeyError;
 pub use plan::{Passes, Placement, Plan, Request, Row, Write};

@@ -279,16 +279,28 @@ impl RangeRead {
     }
 }
 
-/// A row as the planner sees it.
+/// A row as the planner sees it: its id, its collection and its position; what `list`
+/// returns, with the keys in the model's own types (`K` the item's, `P` the list's).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Row {
+pub struct Row<K = Id, P = Id> {
     /// The item.
-    pub id: Id,
+    pub id: K,
     /// Its collection.
-    pub parent: Id,
+    pub parent: P,
     /// Its position.
     pub position: Position,
+}
+
+impl Row {
+    /// This row with the keys in the model's own types.
+    pub fn typed<K: crate::id::AppKey, P: crate::id::AppKey>(self) -> Result<Row<K, P>, Error> {
+        Ok(Row {
+            id: crate::changes::typed_key(self.id)?,
+            parent: crate::changes::typed_key(self.parent)?,
+            position: self.position,
+        })
+    }
 }
 
 /// Why the planner stopped.
@@ -1131,7 +1143,7 @@ impl Planner<'_> {
             Spread::Arithmetic { first, step } => vec![Write::Renumber {
                 parent,
                 // every row, a parked one included: an operation cut off part-way (on a
-                // Galera cluster, PartiallyApplied) can leave one, and heal must place it
+                // Galera cluster, PartiallyApplied) can leave one, and rebalance must place it
                 above: PARK_POSITION - 1,
                 below: i64::MAX,
                 first,

@@ -677,6 +677,14 @@ const fn same_str(a: &str, b: &str) -> bool {
 /// `#[derive(DeriveOrdered)]` in `ordered-seaorm`): everything the library needs to
 /// know about the table.
 pub trait Ordered {
+    /// The items' key in the model's own type (the id field's; an association table's
+    /// key is the pair of its list and its own key): what the operations take and
+    /// return.
+    type Key: crate::AppKey;
+    /// The key of a list in the model's own type (the scope field's; `Option<_>` for a
+    /// nullable scope, `None` the root list; a pair or triple for a list per several
+    /// columns; `()` for a table that is one list).
+    type Scope: crate::AppKey;
     /// The table's ordering description.
     const SPEC: Spec;
 }

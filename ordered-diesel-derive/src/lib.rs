@@ -33,6 +33,8 @@ fn derive_inner(input: TokenStream2) -> TokenStream2 {
                 #err
                 const _: () = {
                     impl ::ordered_diesel::Ordered for #name {
+                        type Key = ::ordered_diesel::Id;
+                        type Scope = ::ordered_diesel::Id;
                         const SPEC: ::ordered_diesel::Spec = ::ordered_diesel::__private::FALLBACK_SPEC;
                     }
                 };
@@ -608,10 +610,47 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
         quote!(::ordered_diesel::ScopeColumn { name: #name, ty: #ty })
     });
 
+    // the keys in the model's own types: the fields' (an association table's key: its
+    // scope fields and its own, a pair or triple; a table that is one list: `()`); a
+    // column the model does not read is an `Id`
+    let field_ty = |c: &Ident| -> TokenStream2 {
+        match &ast.data {
+            Data::Struct(s) => s
+                .fields
+                .iter()
+                .find(|f| f.ident.as_ref() == Some(c))
+                .map_or_else(
+                    || quote!(::ordered_diesel::Id),
+                    |f| {
+                        let ty = &f.ty;
+                        quote!(#ty)
+                    },
+                ),
+            _ => quote!(::ordered_diesel::Id),
+        }
+    };
+    let key_ty = match &a.link_key {
+        Some(cols) => {
+            let tys = cols.iter().map(field_ty);
+            quote!((#(#tys),*))
+        }
+        None => field_ty(&id_ident),
+    };
+    let scope_ty = if global {
+        quote!(())
+    } else if split.is_empty() {
+        field_ty(&scope)
+    } else {
+        let tys = scopes.iter().map(field_ty);
+        quote!((#(#tys),*))
+    };
+
     let (impl_g, ty_g, where_c) = ast.generics.split_for_impl();
     Ok(quote! {
         const _: () = {
             impl #impl_g ::ordered_diesel::Ordered for #name #ty_g #where_c {
+                type Key = #key_ty;
+                type Scope = #scope_ty;
                 const SPEC: ::ordered_diesel::Spec = {
                     let s = ::ordered_diesel::Spec::new(#table_sql, #scope_col, #parent_sql)
                         .with_id(#id_col)

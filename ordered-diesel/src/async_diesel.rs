@@ -1,9 +1,9 @@
 //! Every operation from async Diesel ([diesel-async] 0.9): the same names, arguments,
-//! results and errors as the sync [`crate::Ordering`], as `async fn`s over
+//! results and errors as the sync [`crate::OrderedTable`], as `async fn`s over
 //! `AsyncPgConnection` (feature `async-postgres`), `AsyncMysqlConnection`
 //! (`async-mysql`) and `SyncConnectionWrapper<SqliteConnection>` (`async-sqlite`).
 //! Pooled connections (deadpool, bb8) work as `&mut *pooled`. The same
-//! `#[derive(Ordered)]` serves both: [`Ordering::of`] takes the model.
+//! `#[derive(Ordered)]` serves both: [`OrderedTable::of`] takes the model.
 //!
 //! The protocol is the same state machine as the sync adapter's: own transactions (READ
 //! COMMITTED on the servers, `BEGIN IMMEDIATE` on SQLite), a savepoint inside the
@@ -21,10 +21,10 @@
 //! # #[ordered(scope = playlist_id, parent = playlists, version = version)]
 //! # struct Track { id: i64, playlist_id: i64, title: String, position: i64 }
 //! use diesel_async::{AsyncPgConnection, RunQueryDsl};
-//! use ordered_diesel::async_diesel::Ordering;
+//! use ordered_diesel::async_diesel::OrderedTable;
 //!
 //! # async fn demo(conn: &mut AsyncPgConnection, playlist: i64, intro: i64) -> Result<(), ordered_diesel::Error> {
-//! let tracks = Ordering::of::<Track>();
+//! let tracks = OrderedTable::of::<Track>();
 //! let demo = tracks
 //!     .insert_last(conn, playlist, |conn, slot| {
 //!         Box::pin(async move {
@@ -53,7 +53,9 @@ use std::pin::Pin;
 use diesel::result::{Error as DieselError, QueryResult};
 use ordered_core::adapter::{Feed, Finished, Io, Job, Protocol, Settings};
 use ordered_core::adapter::{Reply, Statement, Wire, sql};
-use ordered_core::{Changes, Dialect, Id, Inserted, Ordered, Outcome, Placement, Request, Spec};
+use ordered_core::{
+    AppKey, Changes, Dialect, Id, Inserted, Ordered, Outcome, Placement, Request, Spec,
+};
 use tracing::Instrument;
 
 use crate::error::{Db, Result};
@@ -63,7 +65,7 @@ use crate::ops::Slot;
 /// borrows the connection (`|conn, slot| Box::pin(async move { ... })`).
 pub type InsertFuture<'a, T> = Pin<Box<dyn Future<Output = QueryResult<T>> + Send + 'a>>;
 
-/// The future a `before_commit` hook returns ([`Ordering::apply`]).
+/// The future a `before_commit` hook returns ([`OrderedTable::apply`]).
 pub type HookFuture<'a> = Pin<Box<dyn Future<Output = QueryResult<()>> + Send + 'a>>;
 
 /// What a write without a hook passes for it.
@@ -270,22 +272,25 @@ mod sqlite {
 }
 
 /// The async operations on one ordered table, with options: the same builder and the
-/// same operations as [`crate::Ordering`], awaited.
-#[derive(Debug, Clone)]
-pub struct Ordering {
+/// same operations as [`crate::OrderedTable`], awaited.
+pub struct OrderedTable<K = Id, P = Id> {
     s: Settings,
+    keys: std::marker::PhantomData<fn() -> (K, P)>,
 }
 
-impl From<crate::Ordering> for Ordering {
+impl<K, P> From<crate::OrderedTable<K, P>> for OrderedTable<K, P> {
     /// The same table and options, for async connections.
-    fn from(o: crate::Ordering) -> Self {
-        Ordering { s: o.s }
+    fn from(o: crate::OrderedTable<K, P>) -> Self {
+        OrderedTable {
+            s: o.s,
+            keys: std::marker::PhantomData,
+        }
     }
 }
 
-impl Ordering {
-    crate::ops::settings_builders!();
+crate::ops::settings_builders!(OrderedTable);
 
+impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     /// Runs a write as one transaction, with retries when the library owns it, in the
     /// operation's span.
     async fn execute<C, T, F, H>(
@@ -324,48 +329,55 @@ impl Ordering {
         &self,
         conn: &mut C,
         req: Request,
-    ) -> Result<Outcome> {
-        self.execute::<C, (), NoInsert<C>, NoHook<C>>(conn, req, None, None)
-            .await
-            .map(|(o, _)| o)
+    ) -> Result<Outcome<K, P>> {
+        let (o, _) = self
+            .execute::<C, (), NoInsert<C>, NoHook<C>>(conn, req, None, None)
+            .await?;
+        Ok(o.typed()?)
     }
 
-    /// [`crate::Ordering::apply`]: any request but an insert, with a `before_commit`
-    /// hook that runs your statements in the library's transaction, after every write
-    /// and before `COMMIT`, with the [`Changes`] in hand (retried with the operation,
-    /// rolled back with it).
-    pub async fn apply<C, H>(&self, conn: &mut C, req: Request, before_commit: H) -> Result<Outcome>
+    /// [`crate::OrderedTable::apply`]: any request but an insert, with a
+    /// `before_commit` hook that runs your statements in the library's transaction,
+    /// after every write and before `COMMIT`, with the [`Changes`] in hand (retried with
+    /// the operation, rolled back with it).
+    pub async fn apply<C, H>(
+        &self,
+        conn: &mut C,
+        req: Request,
+        before_commit: H,
+    ) -> Result<Outcome<K, P>>
     where
         C: AsyncOrderedConnection,
         H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
     {
         let req = req.without_insert()?;
-        self.execute::<C, (), NoInsert<C>, H>(conn, req, None, Some(before_commit))
-            .await
-            .map(|(o, _)| o)
+        let (o, _) = self
+            .execute::<C, (), NoInsert<C>, H>(conn, req, None, Some(before_commit))
+            .await?;
+        Ok(o.typed()?)
     }
 
-    /// [`crate::Ordering::insert_with`]: an insert with a `before_commit` hook.
+    /// [`crate::OrderedTable::insert_with`]: an insert with a `before_commit` hook.
     pub async fn insert_with<C, T, F, H>(
         &self,
         conn: &mut C,
-        parent: impl Into<Id>,
+        parent: impl Into<P>,
         at: Placement,
         insert: F,
         before_commit: H,
-    ) -> Result<Inserted<T>>
+    ) -> Result<Inserted<T, K, P>>
     where
         C: AsyncOrderedConnection,
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
         H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
         T: Send,
     {
-        let parent = parent.into();
+        let parent = ordered_core::adapter::key::<P>(&parent.into())?;
         let req = Request::Insert { parent, at };
         let (outcome, value) = self
             .execute(conn, req, Some(insert), Some(before_commit))
             .await?;
-        Ok(Inserted::of(outcome, value)?)
+        Ok(Inserted::of(outcome, value)?.typed()?)
     }
 
     /// Inserts a row at any [`Placement`] of `parent`'s list: `insert` runs your own
@@ -374,21 +386,21 @@ impl Ordering {
     pub async fn insert<C, T, F>(
         &self,
         conn: &mut C,
-        parent: impl Into<Id>,
+        parent: impl Into<P>,
         at: Placement,
         insert: F,
-    ) -> Result<Inserted<T>>
+    ) -> Result<Inserted<T, K, P>>
     where
         C: AsyncOrderedConnection,
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
         T: Send,
     {
-        let parent = parent.into();
+        let parent = ordered_core::adapter::key::<P>(&parent.into())?;
         let req = Request::Insert { parent, at };
         let (outcome, value) = self
             .execute::<C, T, F, NoHook<C>>(conn, req, Some(insert), None)
             .await?;
-        Ok(Inserted::of(outcome, value)?)
+        Ok(Inserted::of(outcome, value)?.typed()?)
     }
 
     ordered_core::operations! {

@@ -17,16 +17,17 @@
 //! let demo = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "Demo"))?.value;
 //! let credits = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "Credits"))?.value;
 //! Track::move_before(conn, credits, demo)?;            // writes one row
-//! let setup = Track::insert_between(conn, 1, Some(credits.into()), Some(demo.into()), |c, slot| {
+//! let setup = Track::insert_between(conn, 1, Some(credits), Some(demo), |c, slot| {
 //!     new_track(c, slot, "Setup")
 //! })?;
-//! let ids: Vec<ordered_diesel::Id> = Track::list(conn, 1)?.iter().map(|r| r.id).collect();
+//! // the model's own keys in, the model's own keys out
+//! let ids: Vec<i64> = Track::list(conn, 1)?.iter().map(|r| r.id).collect();
 //! assert_eq!(ids, [intro, credits, setup.value, demo]);
 //!
 //! // a client that read the list before Setup arrived is refused, and nothing changes
-//! let stale = Track::move_between(conn, intro, Some(credits.into()), Some(demo.into()));
+//! let stale = Track::move_between(conn, intro, Some(credits), Some(demo));
 //! assert!(matches!(
-//!     stale.unwrap_err().ordering(),
+//!     stale.unwrap_err().refusal(),
 //!     Some(ordered_diesel::OrderingError::StaleNeighbours { .. })
 //! ));
 //! # Ok(()) }
@@ -125,7 +126,7 @@ mod ops;
 pub use conn::OrderedConnection;
 pub use error::{Error, Result, Status};
 pub use keys::{KeyColumn, KeyField};
-pub use ops::{OrderedDsl, Ordering, Slot};
+pub use ops::{OrderedDsl, OrderedTable, Slot};
 /// Derives [`Ordered`] for a Diesel model; see the crate docs for its attributes.
 pub use ordered_diesel_derive::Ordered;
 
@@ -134,9 +135,9 @@ pub use ordered_core::Error as OrderingError;
 pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
 pub use ordered_core::key;
 pub use ordered_core::{
-    Dense, Dialect, Fractional, Gapped, Id, Inserted, Key, KeyType, Listing, MAX_POSITION,
-    MIN_POSITION, NullScope, Ordered, Outcome, Placement, Position, PositionKind, PositionStrategy,
-    RebalancePolicy, Report, Request, RetryPolicy, Row, ScopeColumn, ScopeKey, Spec,
+    AppKey, Concurrency, Dense, Dialect, Fractional, Gapped, Id, Inserted, Key, KeyType, Listing,
+    MAX_POSITION, MIN_POSITION, NullScope, Ordered, Outcome, Placement, Position, PositionKind,
+    PositionStrategy, RebalancePolicy, Report, Request, RetryPolicy, Row, ScopeColumn, Spec,
 };
 
 #[doc(hidden)]

@@ -5,9 +5,9 @@ use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::result::{DatabaseErrorKind, Error as DieselError, QueryResult};
 use ordered_core::adapter::retry::is_connection_lost;
 use ordered_core::adapter::{Feed, Finished, Io, Job, Protocol, Settings, Wire};
-use ordered_core::{
-    Changes, Id, Inserted, Listing, Ordered, Outcome, Placement, Report, Request, Row, Spec,
-};
+use std::marker::PhantomData;
+
+use ordered_core::{AppKey, Changes, Id, Inserted, Ordered, Outcome, Placement, Request, Spec};
 
 use crate::conn::OrderedConnection;
 use crate::error::{Db, Result};
@@ -24,44 +24,81 @@ pub(crate) fn slot(parent: Id, position: ordered_core::Position) -> Slot {
     })
 }
 
-/// Operations on one ordered table, with options. Build it from a model with
-/// [`Ordering::of`] (or use the [`OrderedDsl`] methods on the model, which take the
-/// defaults), or from a [`Spec`] built at run time with [`Ordering::new`].
-#[derive(Debug, Clone)]
-pub struct Ordering {
+/// Operations on one ordered table, with options, taking and returning keys in the
+/// model's own types (`K` the items', `P` the lists'). Get it from a model with
+/// `Track::ordered()` ([`OrderedDsl::ordered`], or [`OrderedTable::of`]); the
+/// [`OrderedDsl`] functions on the model take the defaults. A table described at run
+/// time ([`OrderedTable::new`]) takes and returns [`Id`]s.
+pub struct OrderedTable<K = Id, P = Id> {
     pub(crate) s: Settings,
+    pub(crate) keys: PhantomData<fn() -> (K, P)>,
 }
 
-/// The constructors and options of an `Ordering` (a struct with one `s: Settings`
-/// field): the sync one here and the async one in [`crate::async_diesel`].
+/// The constructors and options of an `OrderedTable` (a struct with an `s: Settings`
+/// field and a `keys` marker): the sync one here and the async one in
+/// [`crate::async_diesel`].
 macro_rules! settings_builders {
-    () => {
-        /// Operations on the table `spec` describes.
-        pub fn new(spec: Spec) -> Self {
-            Self {
-                s: Settings::new(spec),
+    ($name:ident) => {
+        impl $name {
+            /// Operations on the table `spec` describes, with keys as [`Id`]s.
+            pub fn new(spec: Spec) -> Self {
+                $name {
+                    s: Settings::new(spec),
+                    keys: std::marker::PhantomData,
+                }
+            }
+
+            /// Operations on the table of model `M` (`#[derive(Ordered)]`), with its
+            /// key types.
+            pub fn of<M: Ordered>() -> $name<M::Key, M::Scope> {
+                $name {
+                    s: Settings::new(M::SPEC),
+                    keys: std::marker::PhantomData,
+                }
             }
         }
 
-        /// Operations on the table of model `M` (`#[derive(Ordered)]`).
-        pub fn of<M: Ordered>() -> Self {
-            Self::new(M::SPEC)
+        impl<K, P> Clone for $name<K, P> {
+            fn clone(&self) -> Self {
+                $name {
+                    s: self.s,
+                    keys: std::marker::PhantomData,
+                }
+            }
         }
 
-        ordered_core::settings_options!();
+        impl<K, P> std::fmt::Debug for $name<K, P> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("settings", &self.s)
+                    .finish()
+            }
+        }
+
+        impl<K: AppKey, P: AppKey> $name<K, P> {
+            ordered_core::settings_options!();
+
+            /// The same table and options with keys as [`Id`]s (generic code).
+            pub fn untyped(self) -> $name {
+                $name {
+                    s: self.s,
+                    keys: std::marker::PhantomData,
+                }
+            }
+        }
     };
 }
 #[cfg(feature = "async")]
 pub(crate) use settings_builders;
+
+settings_builders!(OrderedTable);
 
 /// The caller's insert of a new row.
 type InsertFn<'a, C, T> = dyn FnMut(&mut C, Slot) -> QueryResult<T> + 'a;
 /// The caller's statements run before `COMMIT`.
 type HookFn<'a, C> = dyn FnMut(&mut C, &Changes) -> QueryResult<()> + 'a;
 
-impl Ordering {
-    settings_builders!();
-
+impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     /// Runs a write as one transaction, with retries when the library owns it, in the
     /// operation's span.
     fn execute<C, T>(
@@ -91,8 +128,9 @@ impl Ordering {
         drive::<C, ()>(conn, self.s.wire(), p, None, None).map(|(f, _)| f)
     }
 
-    fn write<C: OrderedConnection>(&self, conn: &mut C, req: Request) -> Result<Outcome> {
-        self.execute::<C, ()>(conn, req, None, None).map(|(o, _)| o)
+    fn write<C: OrderedConnection>(&self, conn: &mut C, req: Request) -> Result<Outcome<K, P>> {
+        let (o, _) = self.execute::<C, ()>(conn, req, None, None)?;
+        Ok(o.typed()?)
     }
 
     /// Inserts a row at any [`Placement`] of `parent`'s list (the named `insert_*`
@@ -100,21 +138,21 @@ impl Ordering {
     pub fn insert<C, T, F>(
         &self,
         conn: &mut C,
-        parent: impl Into<Id>,
+        parent: impl Into<P>,
         at: Placement,
         mut f: F,
-    ) -> Result<Inserted<T>>
+    ) -> Result<Inserted<T, K, P>>
     where
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
     {
-        let parent = parent.into();
+        let parent = ordered_core::adapter::key::<P>(&parent.into())?;
         let (outcome, value) =
             self.execute(conn, Request::Insert { parent, at }, Some(&mut f), None)?;
-        Ok(Inserted::of(outcome, value)?)
+        Ok(Inserted::of(outcome, value)?.typed()?)
     }
 
-    /// [`Ordering::insert`] with a hook: `before_commit` runs your own statements (an
+    /// [`OrderedTable::insert`] with a hook: `before_commit` runs your own statements (an
     /// outbox row, an audit entry, `updated_at`) inside the library's transaction, after
     /// the insert and every relabel and before `COMMIT`, with the
     /// [`Changes`] in hand. It runs again if the operation is retried, and an error
@@ -123,27 +161,27 @@ impl Ordering {
     pub fn insert_with<C, T, F, H>(
         &self,
         conn: &mut C,
-        parent: impl Into<Id>,
+        parent: impl Into<P>,
         at: Placement,
         mut insert: F,
         mut before_commit: H,
-    ) -> Result<Inserted<T>>
+    ) -> Result<Inserted<T, K, P>>
     where
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
         H: FnMut(&mut C, &Changes) -> QueryResult<()>,
     {
-        let parent = parent.into();
+        let parent = ordered_core::adapter::key::<P>(&parent.into())?;
         let (outcome, value) = self.execute(
             conn,
             Request::Insert { parent, at },
             Some(&mut insert),
             Some(&mut before_commit),
         )?;
-        Ok(Inserted::of(outcome, value)?)
+        Ok(Inserted::of(outcome, value)?.typed()?)
     }
 
-    /// Runs any request but an insert ([`Ordering::insert_with`]) with a hook:
+    /// Runs any request but an insert ([`OrderedTable::insert_with`]) with a hook:
     /// `before_commit` runs your own statements inside the library's transaction, after
     /// every write and before `COMMIT`, with the [`Changes`] in hand (write an outbox
     /// event atomically with the move). It runs again if the operation is retried, and
@@ -157,7 +195,7 @@ impl Ordering {
     /// # diesel::sql_query("CREATE TABLE outbox (item BIGINT, body TEXT)").execute(conn)?;
     /// let a = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "A"))?.value;
     /// let b = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "B"))?.value;
-    /// let moved = Track::ordering().apply(
+    /// let moved = Track::ordered().apply(
     ///     conn,
     ///     ordered_diesel::Request::Move { item: b.into(), at: ordered_diesel::Placement::Before(a.into()) },
     ///     |conn, changes| {
@@ -173,14 +211,19 @@ impl Ordering {
     /// assert_eq!(moved.changes.rows.len(), 1);
     /// # Ok(()) }
     /// ```
-    pub fn apply<C, H>(&self, conn: &mut C, req: Request, mut before_commit: H) -> Result<Outcome>
+    pub fn apply<C, H>(
+        &self,
+        conn: &mut C,
+        req: Request,
+        mut before_commit: H,
+    ) -> Result<Outcome<K, P>>
     where
         C: OrderedConnection,
         H: FnMut(&mut C, &Changes) -> QueryResult<()>,
     {
         let req = req.without_insert()?;
-        self.execute::<C, ()>(conn, req, None, Some(&mut before_commit))
-            .map(|(o, _)| o)
+        let (o, _) = self.execute::<C, ()>(conn, req, None, Some(&mut before_commit))?;
+        Ok(o.typed()?)
     }
 
     ordered_core::operations! {
@@ -264,33 +307,33 @@ pub(crate) fn connection_lost(e: &DieselError) -> bool {
 }
 
 /// The model-level shorthands of [`OrderedDsl`]: each calls the operation of the same
-/// name on `Ordering::of::<Self>()`.
+/// name on `OrderedTable::of::<Self>()`.
 macro_rules! dsl {
     (
-        inserts { $($i:ident($($ik:ident),*; $($ia:ident: $it:ty),*);)* }
-        writes { $($w:ident($($wk:ident),*; $($wa:ident: $wt:ty),*);)* }
-        reads { $($r:ident($rk:ident) -> $ro:ty;)* }
+        inserts { $($i:ident($($ia:ident: $it:ty),*);)* }
+        writes { $($w:ident($($wa:ident: $wt:ty),*);)* }
+        reads { $($r:ident($rk:ident: $rt:ty) -> $ro:ty;)* }
     ) => {
         $(
-            #[doc = concat!("[`Ordering::", stringify!($i), "`].")]
-            fn $i<C, T, F>(conn: &mut C, $($ik: impl Into<Id>,)* $($ia: $it,)* insert: F) -> Result<Inserted<T>>
+            #[doc = concat!("[`OrderedTable::", stringify!($i), "`].")]
+            fn $i<C, T, F>(conn: &mut C, parent: impl Into<Self::Scope>, $($ia: $it,)* insert: F) -> Result<Inserted<T, Self::Key, Self::Scope>>
             where
                 C: OrderedConnection,
                 F: FnMut(&mut C, Slot) -> QueryResult<T>,
             {
-                Ordering::of::<Self>().$i(conn, $($ik,)* $($ia,)* insert)
+                OrderedTable::of::<Self>().$i(conn, parent, $($ia,)* insert)
             }
         )*
         $(
-            #[doc = concat!("[`Ordering::", stringify!($w), "`].")]
-            fn $w<C: OrderedConnection>(conn: &mut C, $($wk: impl Into<Id>,)* $($wa: $wt),*) -> Result<Outcome> {
-                Ordering::of::<Self>().$w(conn, $($wk,)* $($wa),*)
+            #[doc = concat!("[`OrderedTable::", stringify!($w), "`].")]
+            fn $w<C: OrderedConnection>(conn: &mut C, $($wa: $wt),*) -> Result<Outcome<Self::Key, Self::Scope>> {
+                OrderedTable::of::<Self>().$w(conn, $($wa),*)
             }
         )*
         $(
-            #[doc = concat!("[`Ordering::", stringify!($r), "`].")]
-            fn $r<C: OrderedConnection>(conn: &mut C, $rk: impl Into<Id>) -> Result<$ro> {
-                Ordering::of::<Self>().$r(conn, $rk)
+            #[doc = concat!("[`OrderedTable::", stringify!($r), "`].")]
+            fn $r<C: OrderedConnection>(conn: &mut C, $rk: $rt) -> Result<$ro> {
+                OrderedTable::of::<Self>().$r(conn, $rk)
             }
         )*
     };
@@ -306,48 +349,48 @@ macro_rules! dsl {
 /// let demo = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "Demo"))?.value;
 /// let credits = Track::insert_last(conn, 1, |c, slot| new_track(c, slot, "Credits"))?.value;
 /// Track::move_before(conn, credits, demo)?;
-/// let order: Vec<ordered_diesel::Id> = Track::list(conn, 1)?.iter().map(|r| r.id).collect();
-/// assert_eq!(order, [intro, credits, demo]); // an Id compares equal to the key it holds
+/// let order: Vec<i64> = Track::list(conn, 1)?.iter().map(|r| r.id).collect();
+/// assert_eq!(order, [intro, credits, demo]);
 /// # Ok(()) }
 /// ```
 pub trait OrderedDsl: Ordered + Sized {
     dsl! {
         inserts {
-            insert_first(parent;);
-            insert_last(parent;);
-            insert_before(parent, anchor;);
-            insert_after(parent, anchor;);
-            insert_between(parent; prev: Option<Id>, next: Option<Id>);
-            insert_at_index(parent; index: u64);
+            insert_first();
+            insert_last();
+            insert_before(anchor: impl Into<Self::Key>);
+            insert_after(anchor: impl Into<Self::Key>);
+            insert_between(prev: Option<Self::Key>, next: Option<Self::Key>);
+            insert_at_index(index: u64);
         }
         writes {
-            move_to(item; at: Placement);
-            move_before(item, anchor;);
-            move_after(item, anchor;);
-            move_between(item; prev: Option<Id>, next: Option<Id>);
-            move_to_start(item;);
-            move_to_end(item;);
-            move_to_index(item; index: u64);
-            move_up(item;);
-            move_down(item;);
-            swap(a, b;);
-            move_to_parent(item, parent; at: Placement);
-            remove(item;);
-            reorder(parent; ids: &[Id]);
-            rebalance(parent;);
-            heal(parent;);
+            move_to(item: impl Into<Self::Key>, at: Placement);
+            move_before(item: impl Into<Self::Key>, anchor: impl Into<Self::Key>);
+            move_after(item: impl Into<Self::Key>, anchor: impl Into<Self::Key>);
+            move_between(item: impl Into<Self::Key>, prev: Option<Self::Key>, next: Option<Self::Key>);
+            move_to_start(item: impl Into<Self::Key>);
+            move_to_end(item: impl Into<Self::Key>);
+            move_to_index(item: impl Into<Self::Key>, index: u64);
+            move_up(item: impl Into<Self::Key>);
+            move_down(item: impl Into<Self::Key>);
+            swap(a: impl Into<Self::Key>, b: impl Into<Self::Key>);
+            move_to_parent(item: impl Into<Self::Key>, parent: impl Into<Self::Scope>, at: Placement);
+            remove(item: impl Into<Self::Key>);
+            reorder(parent: impl Into<Self::Scope>, ids: &[Self::Key]);
+            rebalance(parent: impl Into<Self::Scope>);
         }
         reads {
-            list(parent) -> Vec<Row>;
-            list_versioned(parent) -> Listing;
-            index_of(item) -> u64;
-            verify(parent) -> Report;
+            list(parent: impl Into<Self::Scope>) -> Vec<ordered_core::Row<Self::Key, Self::Scope>>;
+            list_versioned(parent: impl Into<Self::Scope>) -> ordered_core::Listing<ordered_core::Row<Self::Key, Self::Scope>>;
+            index_of(item: impl Into<Self::Key>) -> u64;
+            verify(parent: impl Into<Self::Scope>) -> ordered_core::Report;
         }
     }
 
-    /// The operations with options ([`Ordering::expect_version`], retries).
-    fn ordering() -> Ordering {
-        Ordering::of::<Self>()
+    /// The operations with options ([`OrderedTable::within`],
+    /// [`OrderedTable::concurrency`], retries), in the model's key types.
+    fn ordered() -> OrderedTable<Self::Key, Self::Scope> {
+        OrderedTable::of::<Self>()
     }
 }
 

@@ -333,6 +333,24 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
         None => quote!(::ordered_seaorm::__private::LOCK_TABLE),
         Some(p) => quote!(#p),
     };
+    // the keys in the model's own types: an association row's is its list's and its
+    // own; a table that is one list has `()` for its list
+    let key_ty = match (&id, link) {
+        (Some((_, own)), true) => {
+            let tys = scopes.iter().map(|(_, t)| t).chain(std::iter::once(own));
+            quote!((#(#tys),*))
+        }
+        (Some((_, ty)), false) => quote!(#ty),
+        (None, _) => quote!(::ordered_seaorm::Id),
+    };
+    let scope_key_ty = match scopes.as_slice() {
+        [] => quote!(()),
+        [(_, one)] => quote!(#one),
+        many => {
+            let tys = many.iter().map(|(_, t)| t);
+            quote!((#(#tys),*))
+        }
+    };
     let (id, id_type) = match id {
         Some((v, ty)) => (v, key_type(&ty)),
         None => (
@@ -453,6 +471,8 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
         const _: () = {
             use ::ordered_seaorm::__private::sea_orm::{EntityName as _, IdenStatic as _};
             impl ::ordered_seaorm::OrderedEntity for Entity {
+                type Key = #key_ty;
+                type Scope = #scope_key_ty;
                 fn spec() -> ::ordered_seaorm::Spec {
                     const STRATEGY: #strategy_ty = #strategy_expr;
                     // the further scope columns' names come from the entity's Column

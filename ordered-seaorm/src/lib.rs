@@ -19,22 +19,23 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let db = setup().await?;
-//! let tracks = track::Entity::ordering();
+//! let tracks = track::Entity::ordered();
 //! let intro = tracks.insert_last(&db, 1, new_track("Intro")).await?.value;
 //! let demo = tracks.insert_last(&db, 1, new_track("Demo")).await?.value;
 //! let credits = tracks.insert_last(&db, 1, new_track("Credits")).await?.value;
 //! // a drag: locks the playlist row, checks under the lock, writes one row
 //! let moved = tracks.move_before(&db, credits.id, demo.id).await?;
 //! assert_eq!(moved.rows_written, 1);
-//! let ids: Vec<ordered_seaorm::Id> = tracks.list(&db, 1).await?.iter().map(|r| r.id).collect();
+//! // the model's own keys in, the model's own keys out
+//! let ids: Vec<i64> = tracks.list(&db, 1).await?.iter().map(|r| r.id).collect();
 //! assert_eq!(ids, [intro.id, credits.id, demo.id]);
 //! // already there: Intro and Demo are adjacent once Credits is left out, nothing to write
-//! let same = tracks.move_between(&db, credits.id, Some(intro.id.into()), Some(demo.id.into())).await?;
-//! assert_eq!(same.rows_written, 0);
+//! let same = tracks.move_between(&db, credits.id, Some(intro.id), Some(demo.id)).await?;
+//! assert!(same.unchanged && same.changes.is_empty());
 //! // a client whose view is stale (Demo no longer precedes Credits) is refused
-//! let stale = tracks.move_between(&db, intro.id, Some(demo.id.into()), Some(credits.id.into())).await;
+//! let stale = tracks.move_between(&db, intro.id, Some(demo.id), Some(credits.id)).await;
 //! assert!(matches!(
-//!     stale.unwrap_err().ordering(),
+//!     stale.unwrap_err().refusal(),
 //!     Some(ordered_seaorm::OrderingError::StaleNeighbours { .. })
 //! ));
 //! # Ok(()) }
@@ -78,7 +79,7 @@ mod ops;
 
 pub use error::{Error, Result, Status, refusal};
 pub use ops::{
-    HookFuture, InsertFuture, OrderedConnection, Ordering, Slot, begin, dialect, key_value,
+    HookFuture, InsertFuture, OrderedConnection, OrderedTable, Slot, begin, dialect, key_value,
 };
 /// Derives [`OrderedEntity`] for the `Entity` of a SeaORM `Model`.
 pub use ordered_seaorm_derive::DeriveOrdered;
@@ -86,9 +87,9 @@ pub use ordered_seaorm_derive::DeriveOrdered;
 pub use ordered_core::Error as OrderingError;
 pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
 pub use ordered_core::{
-    Dense, Dialect, Fractional, Gapped, Id, Inserted, Key, KeyType, Listing, MAX_POSITION,
-    MIN_POSITION, NullScope, Outcome, Placement, Position, PositionKind, PositionStrategy,
-    RebalancePolicy, Report, Request, RetryPolicy, Row, ScopeColumn, ScopeKey, Spec, key,
+    AppKey, Concurrency, Dense, Dialect, Fractional, Gapped, Id, Inserted, Key, KeyType, Listing,
+    MAX_POSITION, MIN_POSITION, NullScope, Outcome, Placement, Position, PositionKind,
+    PositionStrategy, RebalancePolicy, Report, Request, RetryPolicy, Row, ScopeColumn, Spec, key,
 };
 
 /// A model field type that can hold an ordered table's keys (the primary key and the
@@ -126,25 +127,33 @@ impl<K: KeyField> KeyField for Option<K> {
 /// An entity whose rows are ordered within a parent. Implemented by
 /// `#[derive(DeriveOrdered)]`.
 pub trait OrderedEntity: sea_orm::EntityTrait {
+    /// The items' key in the model's own type (the primary key field's; an association
+    /// table's is its list's and its own, a pair or triple).
+    type Key: AppKey;
+    /// A list's key in the model's own type (the `#[ordered(scope)]` field's;
+    /// `Option<_>` for a nullable scope, `None` the root list; a pair or triple for a
+    /// list per several columns; `()` for a table that is one list).
+    type Scope: AppKey;
+
     /// The table's ordering description (SQL names from the entity's `Column`s).
     fn spec() -> Spec;
 
-    /// The scope column ([`Ordering::insert_model`] sets it). For a list per several
+    /// The scope column ([`OrderedTable::insert_model`] sets it). For a list per several
     /// columns, the first: the one that names the parent row.
     fn scope_column() -> Self::Column;
 
     /// The further scope columns of a list per several columns ([`Spec::split_by`]),
-    /// in order; [`Ordering::insert_model`] sets them too.
+    /// in order; [`OrderedTable::insert_model`] sets them too.
     fn split_columns() -> Vec<Self::Column> {
         Vec::new()
     }
 
-    /// The position column ([`Ordering::insert_model`] sets it).
+    /// The position column ([`OrderedTable::insert_model`] sets it).
     fn position_column() -> Self::Column;
 
-    /// The operations on this entity's table.
-    fn ordering() -> Ordering {
-        Ordering::new(Self::spec())
+    /// The operations on this entity's table, in its key types.
+    fn ordered() -> OrderedTable<Self::Key, Self::Scope> {
+        OrderedTable::of::<Self>()
     }
 }
 

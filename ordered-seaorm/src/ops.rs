@@ -7,8 +7,10 @@ use std::pin::Pin;
 
 use ordered_core::adapter::{Arg, Feed, Finished, Io, Job, Protocol, Returns, Settings};
 use ordered_core::adapter::{Reply, Statement, Wire};
+use std::marker::PhantomData;
+
 use ordered_core::{
-    Changes, Dialect, Id, Inserted, Outcome, Placement, Position, Request, Row, Spec,
+    AppKey, Changes, Dialect, Id, Inserted, Outcome, Placement, Position, Request, Row, Spec,
 };
 use sea_orm::{
     ActiveModelBehavior, ActiveModelTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr,
@@ -33,7 +35,7 @@ pub(crate) fn slot(parent: Id, position: Position) -> Slot {
 /// The future an insert closure returns.
 pub type InsertFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, DbErr>> + Send + 'a>>;
 
-/// The future a `before_commit` hook returns ([`Ordering::apply`]).
+/// The future a `before_commit` hook returns ([`OrderedTable::apply`]).
 pub type HookFuture<'a> = Pin<Box<dyn Future<Output = Result<(), DbErr>> + Send + 'a>>;
 
 type NoInsert = for<'a> fn(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, ()>;
@@ -49,9 +51,9 @@ type NoHook = for<'a> fn(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a>
 ///
 /// async fn bump_to_top<E: OrderedEntity, C: OrderedConnection>(
 ///     db: &C,
-///     item: i64,
+///     item: E::Key,
 /// ) -> Result<(), ordered_seaorm::Error> {
-///     E::ordering().move_to_start(db, item).await?;
+///     E::ordered().move_to_start(db, item).await?;
 ///     Ok(())
 /// }
 /// ```
@@ -203,7 +205,7 @@ fn transaction_options(backend: DbBackend, own: bool) -> TransactionOptions {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let db = setup().await?;
 /// let txn = ordered_seaorm::begin(&db).await?;
-/// let tracks = track::Entity::ordering();
+/// let tracks = track::Entity::ordered();
 /// let a = tracks.insert_last(&txn, 1, new_track("A")).await?.value;
 /// tracks.insert_before(&txn, 1, a.id, new_track("B")).await?;
 /// txn.commit().await?;
@@ -218,31 +220,62 @@ where
 }
 
 /// Operations on one ordered table, with options. Build it from an entity with
-/// [`Ordering::of`] (or use the [`OrderedEntity`] methods, which take the defaults), or
-/// from a [`Spec`] built at run time with [`Ordering::new`].
+/// [`OrderedTable::of`] (or use the [`OrderedEntity`] methods, which take the defaults), or
+/// from a [`Spec`] built at run time with [`OrderedTable::new`].
 ///
 /// Pass a `&DatabaseConnection` to let the library own the transaction (and retry), or
 /// a `&DatabaseTransaction` to run inside yours (a savepoint, no retries). SQLite
 /// transactions are opened `BEGIN IMMEDIATE` (`SqliteTransactionMode::Immediate`).
-#[derive(Debug, Clone)]
-pub struct Ordering {
+pub struct OrderedTable<K = Id, P = Id> {
     s: Settings,
+    keys: PhantomData<fn() -> (K, P)>,
 }
 
-impl Ordering {
-    /// Operations on the table `spec` describes.
+impl OrderedTable {
+    /// Operations on the table `spec` describes, with keys as [`Id`]s.
     pub fn new(spec: Spec) -> Self {
-        Ordering {
+        OrderedTable {
             s: Settings::new(spec),
+            keys: PhantomData,
         }
     }
 
-    /// Operations on the table of entity `E`.
-    pub fn of<E: OrderedEntity>() -> Self {
-        Self::new(E::spec())
+    /// Operations on the table of entity `E`, in its key types.
+    pub fn of<E: OrderedEntity>() -> OrderedTable<E::Key, E::Scope> {
+        OrderedTable {
+            s: Settings::new(E::spec()),
+            keys: PhantomData,
+        }
     }
+}
 
+impl<K, P> Clone for OrderedTable<K, P> {
+    fn clone(&self) -> Self {
+        OrderedTable {
+            s: self.s,
+            keys: PhantomData,
+        }
+    }
+}
+
+impl<K, P> std::fmt::Debug for OrderedTable<K, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrderedTable")
+            .field("settings", &self.s)
+            .finish()
+    }
+}
+
+impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     ordered_core::settings_options!();
+
+    /// The same table and options with keys as [`Id`]s (generic code).
+    pub fn untyped(self) -> OrderedTable {
+        OrderedTable {
+            s: self.s,
+            keys: PhantomData,
+        }
+    }
 
     /// Runs a write as one transaction, with retries when the library owns it, in the
     /// operation's span.
@@ -285,16 +318,17 @@ impl Ordering {
         }
     }
 
-    async fn write<C>(&self, db: &C, req: Request) -> Result<Outcome>
+    async fn write<C>(&self, db: &C, req: Request) -> Result<Outcome<K, P>>
     where
         C: OrderedConnection,
     {
-        self.execute::<C, (), NoInsert, NoHook>(db, req, None, None)
-            .await
-            .map(|(o, _)| o)
+        let (o, _) = self
+            .execute::<C, (), NoInsert, NoHook>(db, req, None, None)
+            .await?;
+        Ok(o.typed()?)
     }
 
-    /// Runs any request but an insert ([`Ordering::insert_with`]) with a hook:
+    /// Runs any request but an insert ([`OrderedTable::insert_with`]) with a hook:
     /// `before_commit` runs your own statements (an outbox row, `updated_at`, an audit
     /// entry) inside the library's transaction, after every write and before
     /// `COMMIT`, with the [`Changes`] in hand. It runs again if the operation is
@@ -308,7 +342,7 @@ impl Ordering {
     /// # let db = setup().await?;
     /// # db.execute_unprepared("CREATE TABLE outbox (body TEXT)").await?;
     /// use ordered_seaorm::{Placement, Request};
-    /// let tracks = track::Entity::ordering();
+    /// let tracks = track::Entity::ordered();
     /// let a = tracks.insert_last(&db, 1, new_track("A")).await?.value;
     /// let b = tracks.insert_last(&db, 1, new_track("B")).await?.value;
     /// let moved = tracks
@@ -328,33 +362,34 @@ impl Ordering {
     /// assert_eq!(moved.changes.rows[0].id, b.id);
     /// # Ok(()) }
     /// ```
-    pub async fn apply<C, H>(&self, db: &C, req: Request, before_commit: H) -> Result<Outcome>
+    pub async fn apply<C, H>(&self, db: &C, req: Request, before_commit: H) -> Result<Outcome<K, P>>
     where
         C: OrderedConnection,
         H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
     {
         let req = req.without_insert()?;
-        self.execute::<C, (), NoInsert, H>(db, req, None, Some(before_commit))
-            .await
-            .map(|(o, _)| o)
+        let (o, _) = self
+            .execute::<C, (), NoInsert, H>(db, req, None, Some(before_commit))
+            .await?;
+        Ok(o.typed()?)
     }
 
-    /// [`Ordering::insert`] with a `before_commit` hook (see [`Ordering::apply`]).
+    /// [`OrderedTable::insert`] with a `before_commit` hook (see [`OrderedTable::apply`]).
     pub async fn insert_with<C, T, F, H>(
         &self,
         db: &C,
-        parent: impl Into<Id>,
+        parent: impl Into<P>,
         at: Placement,
         insert: F,
         before_commit: H,
-    ) -> Result<Inserted<T>>
+    ) -> Result<Inserted<T, K, P>>
     where
         C: OrderedConnection,
         F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
         H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
         T: Send,
     {
-        let parent = parent.into();
+        let parent = ordered_core::adapter::key::<P>(&parent.into())?;
         let (outcome, value) = self
             .execute(
                 db,
@@ -363,7 +398,7 @@ impl Ordering {
                 Some(before_commit),
             )
             .await?;
-        Ok(Inserted::of(outcome, value)?)
+        Ok(Inserted::of(outcome, value)?.typed()?)
     }
 
     /// Inserts a row at any [`Placement`] of `parent`'s list (the named `insert_*`
@@ -371,24 +406,24 @@ impl Ordering {
     pub async fn insert<C, T, F>(
         &self,
         db: &C,
-        parent: impl Into<Id>,
+        parent: impl Into<P>,
         at: Placement,
         f: F,
-    ) -> Result<Inserted<T>>
+    ) -> Result<Inserted<T, K, P>>
     where
         C: OrderedConnection,
         F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
         T: Send,
     {
-        let parent = parent.into();
+        let parent = ordered_core::adapter::key::<P>(&parent.into())?;
         let (outcome, value) = self
             .execute::<C, T, F, NoHook>(db, Request::Insert { parent, at }, Some(f), None)
             .await?;
-        Ok(Inserted::of(outcome, value)?)
+        Ok(Inserted::of(outcome, value)?.typed()?)
     }
 }
 
-impl Ordering {
+impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     /// Inserts your `ActiveModel` at `at` in `parent`'s list: the library sets its scope
     /// and position fields under the lock and inserts it with
     /// [`ActiveModelTrait::insert`] (so your `ActiveModelBehavior` runs), inside its own
@@ -402,7 +437,7 @@ impl Ordering {
     /// # let db = setup().await?;
     /// use ordered_seaorm::Placement;
     /// let card = track::ActiveModel { title: Set("Intro".into()), ..Default::default() };
-    /// let inserted = track::Entity::ordering().insert_model(&db, 1, Placement::Last, card).await?;
+    /// let inserted = track::Entity::ordered().insert_model(&db, 1, Placement::Last, card).await?;
     /// assert_eq!((inserted.value.playlist_id, inserted.value.position), (1, 1024));
     /// assert_eq!(inserted.outcome.changes.rows[0].id, inserted.value.id);
     /// # Ok(()) }
@@ -410,10 +445,10 @@ impl Ordering {
     pub async fn insert_model<C, A>(
         &self,
         db: &C,
-        parent: impl Into<Id>,
+        parent: impl Into<P>,
         at: Placement,
         model: A,
-    ) -> Result<Inserted<<A::Entity as EntityTrait>::Model>>
+    ) -> Result<Inserted<<A::Entity as EntityTrait>::Model, K, P>>
     where
         C: OrderedConnection,
         A: ActiveModelTrait + ActiveModelBehavior + Clone + Send + Sync + 'static,
@@ -557,7 +592,7 @@ where
     }
 }
 
-impl Ordering {
+impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     ordered_core::operations! {
         async;
         conn: &C where C: OrderedConnection;

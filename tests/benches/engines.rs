@@ -35,7 +35,7 @@ use diesel::Connection;
 use diesel::connection::SimpleConnection;
 use ordered_core::adapter::{Arg, Returns, Statement, sql};
 use ordered_core::{Dense, Dialect, Fractional, Gapped, Id, Position, PositionStrategy, Spec};
-use ordered_diesel::{OrderedConnection, Ordering, Slot};
+use ordered_diesel::{OrderedConnection, OrderedTable, Slot};
 
 static GAPPED: Gapped = Gapped::DEFAULT;
 
@@ -146,7 +146,7 @@ fn prepare<C: BenchConn>(c: &mut C, s: &Spec, n: usize, parents: i64) -> Vec<Id>
             ),
         );
     }
-    Ordering::new(*s)
+    OrderedTable::new(*s)
         .list(c, 1)
         .unwrap()
         .into_iter()
@@ -243,7 +243,7 @@ fn ms(d: Duration) -> String {
 
 /// Ours: `ops` operations of `workload` through the Diesel adapter.
 fn ours<C: BenchConn>(c: &mut C, s: &Spec, ids: &[Id], workload: &str, ops: usize) -> Stats {
-    let o = Ordering::new(*s);
+    let o = OrderedTable::new(*s);
     let mut st = Stats::default();
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
     let hot = ids[ids.len() / 2];
@@ -374,7 +374,7 @@ fn naive_dense<C: BenchConn>(c: &mut C, s: &Spec, n: usize, workload: &str, ops:
                 "BEGIN"
             },
         );
-        let later = Ordering::new(*s).list(c, 1).unwrap();
+        let later = OrderedTable::new(*s).list(c, 1).unwrap();
         // shift from the end so that no two rows collide on the unique index
         for r in later
             .iter()
@@ -435,7 +435,7 @@ fn naive_gapped<C: BenchConn>(
                 "BEGIN"
             },
         );
-        let rows = Ordering::new(*s).list(c, 1).unwrap();
+        let rows = OrderedTable::new(*s).list(c, 1).unwrap();
         let anchor = match workload {
             "append" => rows.len() - 1,
             "hot gap" => rows.iter().position(|r| r.id == hot).unwrap_or(0),
@@ -611,7 +611,7 @@ fn seaorm_rows<C: BenchConn>(
             let s = spec("m", &GAPPED);
             let ids = prepare(c, &s, size, 1);
             let floor_st = rt.block_on(seaorm_floor(&db, C::DIALECT, &s, &ids, ops));
-            let o = ordered_seaorm::Ordering::new(s);
+            let o = ordered_seaorm::OrderedTable::new(s);
             let mut st = Stats::default();
             let mut rng = Rng(0x2545_F491_4F6C_DD1D);
             let hot = ids[ids.len() / 2];
@@ -725,7 +725,7 @@ where
             let s = spec("m", &GAPPED);
             let ids = prepare(c, &s, size, 1);
             let floor_st = floor(c, &s, &ids, ops);
-            let o = ordered_diesel::async_diesel::Ordering::new(s);
+            let o = ordered_diesel::async_diesel::OrderedTable::new(s);
             let mut st = Stats::default();
             let mut rng = Rng(0x2545_F491_4F6C_DD1D);
             let hot = ids[ids.len() / 2];
@@ -884,7 +884,7 @@ fn matrix<C: BenchConn>(
     let (mut relabels, mut bares) = (Stats::default(), Stats::default());
     for _ in 0..rounds {
         let t = Instant::now();
-        Ordering::new(s).rebalance(&mut c, 1).unwrap();
+        OrderedTable::new(s).rebalance(&mut c, 1).unwrap();
         relabels.lat.push(t.elapsed());
         let t = Instant::now();
         exec(
@@ -933,7 +933,7 @@ fn matrix<C: BenchConn>(
                     let mut c = C::open(&url);
                     let parent = 1 + (w as i64 % parents);
                     for _ in 0..per {
-                        Ordering::new(s)
+                        OrderedTable::new(s)
                             .insert_last(&mut c, parent, |c, slot| insert_row(c, &s, &slot))
                             .unwrap();
                     }

@@ -187,6 +187,16 @@ pub enum Step {
     /// Move an item to a collection value of the wrong shape ([`Schema::wrong_scope`]):
     /// refused with `WrongScope`.
     MoveToWrongScope(usize),
+    /// Move an item within its collection, the request naming the list the client saw
+    /// (`within`).
+    MoveWithin(usize, At, i64),
+    /// Move an item to another collection, the request naming the list the client saw.
+    MoveToWithin(usize, i64, At, i64),
+    /// Remove an item, the request naming the list the client saw.
+    RemoveWithin(usize, i64),
+    /// Move with a version that falls back to the neighbour check
+    /// (`Concurrency::VersionOrNeighbours`).
+    MoveVersionOrNeighbours(usize, At, i64),
 }
 
 /// A placement whose anchors are creation indexes (`999` names an item that does not
@@ -513,6 +523,62 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
                 ..ints
             },
             board,
+        ),
+        (
+            // the list the client saw: whatever it names outside it is refused, naming
+            // only that list, and nothing changes
+            "within_list",
+            Schema {
+                hidden: false,
+                ..ints
+            },
+            vec![
+                Insert(1, Last),
+                Insert(1, Last),
+                Insert(2, Last),
+                Insert(2, Last),
+                MoveWithin(2, First, 1),      // 4: an item of list 2
+                MoveWithin(0, After(2), 1),   // 5: a neighbour of list 2
+                RemoveWithin(3, 1),           // 6: a removal of list 2's item
+                MoveToWithin(0, 2, First, 1), // 7: a move out to list 2
+                MoveWithin(1, Between(None, Some(0)), 1), // 8: within it: applies
+                RemoveWithin(1, 1),           // 9: applies
+                MoveWithin(3, First, 2),      // 10: list 2's own: applies
+            ],
+        ),
+        (
+            // a move to where the item already is: nothing written, no version taken,
+            // no hook run, nothing to broadcast
+            "unchanged_move",
+            ints,
+            vec![
+                Insert(1, Last),
+                Insert(1, Last),
+                Insert(1, Last),
+                Move(1, Between(Some(0), Some(2))), // 3
+                Move(2, Last),                      // 4
+                Move(0, First),                     // 5
+                MoveUp(0),                          // 6
+                Reorder(1, vec![0, 1, 2]),          // 7
+                MoveWithin(1, After(0), 1),         // 8
+                Move(0, After(1)),                  // 9: a real move: the next version
+            ],
+        ),
+        (
+            // the version with a fallback to the neighbours: a page that missed other
+            // writes still drops into a gap nobody touched
+            "version_or_neighbours",
+            ints,
+            vec![
+                Insert(1, Last),
+                Insert(1, Last),
+                Insert(1, Last),
+                MoveVersionOrNeighbours(2, Between(Some(0), Some(1)), 1), // 3: stale version, gap intact
+                MoveVersionOrNeighbours(0, Last, 1), // 4: stale version, no neighbours
+                MoveVersionOrNeighbours(0, Between(Some(1), Some(2)), 1), // 5: not adjacent now
+                MoveVersionOrNeighbours(1, First, 4), // 6: the current version
+                MoveExpecting(0, Between(Some(2), None), 1), // 7: strict: refused
+            ],
         ),
         (
             "hidden_rows",

@@ -8,8 +8,8 @@ use ordered_conformance::{Schema, Step, scripts};
 use ordered_core::adapter::{Reply, Returns, Statement, Wire, sql};
 use ordered_core::migration::{create_parent_table, create_table};
 use ordered_core::{
-    Changes, Dialect, Fractional, Gapped, Id, KeyType, Position, PositionStrategy, Request, Row,
-    ScopeColumn, Spec,
+    Changes, Concurrency, Dialect, Fractional, Gapped, Id, KeyType, Position, PositionStrategy,
+    Request, Row, ScopeColumn, Spec,
 };
 use sea_orm::{ConnectionTrait, Database, TransactionTrait};
 
@@ -493,7 +493,7 @@ where
         conn.batch_execute(&stmt)
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
-    let o = ordered_diesel::Ordering::new(s).changes_limit(CHANGES_LIMIT);
+    let o = ordered_diesel::OrderedTable::new(s).changes_limit(CHANGES_LIMIT);
     let mut ids: Vec<Id> = if schema.adopt {
         seeded(all_rows(&mut conn, &s, schema))
     } else {
@@ -539,7 +539,9 @@ where
                     Ok(())
                 });
                 if let Ok(x) = &r {
-                    assert_eq!(seen.as_ref(), Some(&x.changes), "the hook's changes");
+                    // a move that changes nothing runs no hook
+                    let want = (!x.unchanged).then_some(&x.changes);
+                    assert_eq!(seen.as_ref(), want, "the hook's changes");
                 }
                 diesel_outcome(r, pos)
             }
@@ -588,6 +590,35 @@ where
                     schema.wrong_scope(),
                     ordered_core::Placement::Last,
                 ),
+                pos,
+            ),
+            MoveWithin(i, at, l) => diesel_outcome(
+                o.clone().within(schema.parent(*l)).move_to(
+                    &mut conn,
+                    ids[*i],
+                    at.resolve(&ids, schema.missing()),
+                ),
+                pos,
+            ),
+            MoveToWithin(i, p, at, l) => diesel_outcome(
+                o.clone().within(schema.parent(*l)).move_to_parent(
+                    &mut conn,
+                    ids[*i],
+                    schema.parent(*p),
+                    at.resolve(&ids, schema.missing()),
+                ),
+                pos,
+            ),
+            RemoveWithin(i, l) => diesel_outcome(
+                o.clone()
+                    .within(schema.parent(*l))
+                    .remove(&mut conn, ids[*i]),
+                pos,
+            ),
+            MoveVersionOrNeighbours(i, at, v) => diesel_outcome(
+                o.clone()
+                    .concurrency(Concurrency::VersionOrNeighbours(*v))
+                    .move_to(&mut conn, ids[*i], at.resolve(&ids, schema.missing())),
                 pos,
             ),
         };
@@ -676,7 +707,7 @@ where
             .await
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
-    let o = ordered_diesel::async_diesel::Ordering::new(s).changes_limit(CHANGES_LIMIT);
+    let o = ordered_diesel::async_diesel::OrderedTable::new(s).changes_limit(CHANGES_LIMIT);
     let mut ids: Vec<Id> = if schema.adopt {
         seeded(all_rows_async(&mut conn, &s, schema).await)
     } else {
@@ -684,7 +715,7 @@ where
     };
     let mut out = Vec::new();
     async fn lists<C: ordered_diesel::async_diesel::AsyncOrderedConnection>(
-        o: &ordered_diesel::async_diesel::Ordering,
+        o: &ordered_diesel::async_diesel::OrderedTable,
         conn: &mut C,
         schema: Schema,
     ) -> Vec<Row> {
@@ -727,7 +758,9 @@ where
                     })
                     .await;
                 if let Ok(x) = &r {
-                    assert_eq!(seen.as_ref(), Some(&x.changes), "the hook's changes");
+                    // a move that changes nothing runs no hook
+                    let want = (!x.unchanged).then_some(&x.changes);
+                    assert_eq!(seen.as_ref(), want, "the hook's changes");
                 }
                 diesel_outcome(r, pos)
             }
@@ -777,6 +810,39 @@ where
                     ordered_core::Placement::Last,
                 )
                 .await,
+                pos,
+            ),
+            MoveWithin(i, at, l) => diesel_outcome(
+                o.clone()
+                    .within(schema.parent(*l))
+                    .move_to(&mut conn, ids[*i], at.resolve(&ids, schema.missing()))
+                    .await,
+                pos,
+            ),
+            MoveToWithin(i, p, at, l) => diesel_outcome(
+                o.clone()
+                    .within(schema.parent(*l))
+                    .move_to_parent(
+                        &mut conn,
+                        ids[*i],
+                        schema.parent(*p),
+                        at.resolve(&ids, schema.missing()),
+                    )
+                    .await,
+                pos,
+            ),
+            RemoveWithin(i, l) => diesel_outcome(
+                o.clone()
+                    .within(schema.parent(*l))
+                    .remove(&mut conn, ids[*i])
+                    .await,
+                pos,
+            ),
+            MoveVersionOrNeighbours(i, at, v) => diesel_outcome(
+                o.clone()
+                    .concurrency(Concurrency::VersionOrNeighbours(*v))
+                    .move_to(&mut conn, ids[*i], at.resolve(&ids, schema.missing()))
+                    .await,
                 pos,
             ),
         };
@@ -847,7 +913,7 @@ async fn run_seaorm(
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
     one.commit().await.unwrap();
-    let o = ordered_seaorm::Ordering::new(s).changes_limit(CHANGES_LIMIT);
+    let o = ordered_seaorm::OrderedTable::new(s).changes_limit(CHANGES_LIMIT);
     let mut ids: Vec<Id> = if schema.adopt {
         seeded(all_rows_seaorm(&db, &s, schema).await)
     } else {
@@ -855,7 +921,7 @@ async fn run_seaorm(
     };
     let mut out = Vec::new();
     async fn lists(
-        o: &ordered_seaorm::Ordering,
+        o: &ordered_seaorm::OrderedTable,
         db: &sea_orm::DatabaseConnection,
         schema: Schema,
     ) -> Vec<Row> {
@@ -892,7 +958,9 @@ async fn run_seaorm(
                     })
                     .await;
                 if let Ok(x) = &r {
-                    assert_eq!(seen.as_ref(), Some(&x.changes), "the hook's changes");
+                    // a move that changes nothing runs no hook
+                    let want = (!x.unchanged).then_some(&x.changes);
+                    assert_eq!(seen.as_ref(), want, "the hook's changes");
                 }
                 seaorm_outcome(r, pos)
             }
@@ -940,6 +1008,39 @@ async fn run_seaorm(
                     ordered_core::Placement::Last,
                 )
                 .await,
+                pos,
+            ),
+            MoveWithin(i, at, l) => seaorm_outcome(
+                o.clone()
+                    .within(schema.parent(*l))
+                    .move_to(&db, ids[*i], at.resolve(&ids, schema.missing()))
+                    .await,
+                pos,
+            ),
+            MoveToWithin(i, p, at, l) => seaorm_outcome(
+                o.clone()
+                    .within(schema.parent(*l))
+                    .move_to_parent(
+                        &db,
+                        ids[*i],
+                        schema.parent(*p),
+                        at.resolve(&ids, schema.missing()),
+                    )
+                    .await,
+                pos,
+            ),
+            RemoveWithin(i, l) => seaorm_outcome(
+                o.clone()
+                    .within(schema.parent(*l))
+                    .remove(&db, ids[*i])
+                    .await,
+                pos,
+            ),
+            MoveVersionOrNeighbours(i, at, v) => seaorm_outcome(
+                o.clone()
+                    .concurrency(Concurrency::VersionOrNeighbours(*v))
+                    .move_to(&db, ids[*i], at.resolve(&ids, schema.missing()))
+                    .await,
                 pos,
             ),
         };
@@ -1024,6 +1125,60 @@ fn expected(engine: &str, name: &str, d: &Run) {
             d.0[i]
         );
     };
+    if name == "within_list" {
+        // each refusal names only list 1, the one the request named
+        for i in [4, 5, 6, 7] {
+            refused(i, "not_in_collection");
+            match &d.0[i] {
+                Err(ordered_core::Error::NotInCollection { parent, .. }) => {
+                    assert_eq!(*parent, 1, "{engine} {name} step {i}")
+                }
+                other => panic!("{engine} {name} step {i}: {other:?}"),
+            }
+            assert_eq!(
+                ordered_core::Error::NotInCollection {
+                    id: 1.into(),
+                    parent: 1.into()
+                }
+                .status()
+                .http(),
+                404
+            );
+        }
+        for i in [8, 9, 10] {
+            let _ = ok(i);
+        }
+        if engine != "galera" {
+            // 0 in list 1 (1 removed); 3 2 in list 2
+            assert_eq!(ids(&d.1), [1, 4, 3], "{engine} {name}");
+        }
+    }
+    if name == "unchanged_move" {
+        let before = ok(2);
+        for i in 3..=8 {
+            let c = ok(i);
+            assert!(
+                c.rows.is_empty() && c.removed.is_empty(),
+                "{engine} {name} step {i}: {c:?}"
+            );
+            // the version stays the one the last write left
+            assert_eq!(c.versions, before.versions, "{engine} {name} step {i}");
+        }
+        let moved = ok(9);
+        assert_eq!(moved.rows.len(), 1, "{engine} {name}");
+        assert_eq!(
+            moved.versions[0].version,
+            before.versions[0].version + 1,
+            "{engine} {name}: the next write takes the next version"
+        );
+    }
+    if name == "version_or_neighbours" {
+        let _ = ok(3);
+        refused(4, "version_conflict");
+        refused(5, "stale_neighbours");
+        let _ = ok(6);
+        refused(7, "version_conflict");
+    }
     if name == "adopt_existing_column" {
         for i in [0, 1, 2, 3, 4, 6] {
             let _ = ok(i);

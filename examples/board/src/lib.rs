@@ -22,7 +22,9 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use ordered_seaorm::migration::{create_ordered_table, create_parent_table};
-use ordered_seaorm::{Changes, Id, KeyType, OrderedEntity, Placement, ScopeColumn, Spec};
+use ordered_seaorm::{
+    Changes, Concurrency, Id, KeyType, OrderedEntity, Placement, ScopeColumn, Spec,
+};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
     Set, Statement,
@@ -103,12 +105,11 @@ impl AppState {
 }
 
 /// The list of a column of `board`.
-fn list(board: Uuid, column: &str) -> Result<Id, ApiError> {
+fn list(board: Uuid, column: &str) -> Result<(Uuid, String), ApiError> {
     if !COLUMNS.contains(&column) {
         return Err(ApiError::bad(format!("no column {column:?}")));
     }
-    let status = Id::text(column).map_err(|e| ApiError::bad(e.to_string()))?;
-    Ok(Id::from((board, status)))
+    Ok((board, column.to_owned()))
 }
 
 /// Creates the tables with the generated migration if they are missing, and a board
@@ -141,7 +142,7 @@ pub async fn setup(db: DatabaseConnection) -> Result<Arc<AppState>, DbErr> {
                 [board.into()],
             ))
             .await?;
-            let cards = card::Entity::ordering();
+            let cards = card::Entity::ordered();
             for (column, titles) in [
                 (
                     "todo",
@@ -246,7 +247,7 @@ async fn read_board(State(s): State<Arc<AppState>>) -> Result<Json<Value>, ApiEr
 /// ...}}`, every column from the same version (each column's versioned read returns
 /// the board's version; a write between two of them makes the reads start over).
 pub async fn board_json(s: &AppState) -> Result<Value, ApiError> {
-    let cards = card::Entity::ordering();
+    let cards = card::Entity::ordered();
     loop {
         let mut version = None;
         let mut columns = serde_json::Map::new();
@@ -255,13 +256,13 @@ pub async fn board_json(s: &AppState) -> Result<Value, ApiError> {
             let listed = cards.list_versioned(&s.db, list(s.board, column)?).await?;
             same &= version.is_none_or(|v| Some(v) == listed.version);
             version = listed.version;
-            let ids: Vec<Uuid> = listed.rows.iter().filter_map(|r| r.id.as_uuid()).collect();
+            let ids: Vec<Uuid> = listed.rows.iter().map(|r| r.id).collect();
             let titles = titles(&s.db, &ids).await?;
             let list: Vec<Value> = listed
                 .rows
                 .iter()
                 .filter_map(|r| {
-                    let id = r.id.as_uuid()?;
+                    let id = r.id;
                     let title = titles.iter().find(|(i, _)| *i == id)?.1.clone();
                     Some(json!({ "id": id, "title": title, "position": r.position.to_string() }))
                 })
@@ -289,7 +290,7 @@ async fn titles(db: &DatabaseConnection, ids: &[Uuid]) -> Result<Vec<(Uuid, Stri
 /// What every page applies: the board's new version and each written card's column
 /// and position (a new card's title too), or `reload` when the write relabelled more
 /// cards than the changes list.
-fn event(changes: &Changes, added: Option<(Uuid, &str)>) -> Value {
+fn event(changes: &Changes<Uuid, (Uuid, String)>, added: Option<(Uuid, &str)>) -> Value {
     let version = changes.versions.first().map(|v| v.version);
     if changes.is_summarised() {
         return json!({ "version": version, "reload": true });
@@ -298,8 +299,8 @@ fn event(changes: &Changes, added: Option<(Uuid, &str)>) -> Value {
         .rows
         .iter()
         .map(|c| {
-            let column = c.parent.parts().nth(1).map(|s| s.to_string());
-            let title = added.filter(|(id, _)| Some(*id) == c.id.as_uuid()).map(|(_, t)| t);
+            let column = &c.parent.1;
+            let title = added.filter(|(id, _)| *id == c.id).map(|(_, t)| t);
             json!({ "id": c.id.to_string(), "column": column, "position": c.position.to_string(), "title": title })
         })
         .collect();
@@ -333,10 +334,17 @@ async fn move_card(
         prev: d.prev.map(Id::from),
         next: d.next.map(Id::from),
     };
-    let moved = card::Entity::ordering()
-        .expect_version(d.version)
+    // only this board's cards; a page that missed other drags may still drop into a
+    // gap nobody touched
+    let moved = card::Entity::ordered()
+        .within(s.board)
+        .concurrency(Concurrency::VersionOrNeighbours(d.version))
         .move_to_parent(&s.db, d.card, list(s.board, &d.column)?, at)
         .await?;
+    // dropped where it was: nothing written, nothing to tell the other pages
+    if moved.unchanged {
+        return Ok(Json(json!({ "unchanged": true, "version": moved.version })));
+    }
     Ok(publish(&s, event(&moved.changes, None)))
 }
 
@@ -362,8 +370,9 @@ async fn add_card(
         prev: n.prev.map(Id::from),
         next: n.next.map(Id::from),
     };
-    let made = card::Entity::ordering()
-        .expect_version(n.version)
+    let made = card::Entity::ordered()
+        .within(s.board)
+        .concurrency(Concurrency::VersionOrNeighbours(n.version))
         .insert_model(&s.db, list(s.board, &n.column)?, at, new_card(title))
         .await?;
     let ev = event(&made.outcome.changes, Some((made.value.id, title)));
@@ -381,8 +390,10 @@ async fn remove_card(
     Path(id): Path<Uuid>,
     Query(q): Query<Expected>,
 ) -> Result<Json<Value>, ApiError> {
-    let removed = card::Entity::ordering()
-        .expect_version(q.version)
+    // a card of this board only; removing it needs no view of its neighbours
+    let _ = q.version;
+    let removed = card::Entity::ordered()
+        .within(s.board)
         .remove(&s.db, id)
         .await?;
     Ok(publish(&s, event(&removed.changes, None)))

@@ -1,8 +1,9 @@
 //! The board's HTTP API without a browser, on SQLite (and PostgreSQL when
 //! `ORDERED_PG_URL` is set): the page is served; a drag with the page's version is
 //! answered with its changes, which every open event stream receives; the same drag
-//! again (a stale page) is refused with 409 `version_conflict` and changes nothing; an
-//! unknown column is 422; adding below a card and removing one.
+//! again is `unchanged` (nothing written, nothing sent); a stale page's drop into a gap
+//! that changed is refused with 409 `stale_neighbours` and changes nothing; an unknown
+//! column is 422; adding below a card and removing one.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use axum::body::Body;
@@ -89,10 +90,19 @@ async fn scenario(engine: &str, url: &str) {
     let data: Value = serde_json::from_str(text.trim().trim_start_matches("data:").trim()).unwrap();
     assert_eq!(data, moved, "{engine}");
 
-    // the same drag from a page still at the old version: refused, nothing changes
-    let (status, refused) = call(&app, "POST", "/api/move", Some(drag)).await;
+    // the same drag again (a page at the old version): the card is already there, so
+    // nothing is written, no version taken, nothing sent to the other pages
+    let (status, same) = call(&app, "POST", "/api/move", Some(drag)).await;
+    assert_eq!(status, StatusCode::OK, "{engine}: {same}");
+    assert_eq!(same["unchanged"], true, "{engine}: {same}");
+    assert_eq!(same["version"], v + 1, "{engine}");
+    // a drop from a page still at the old version into a gap that changed (the page
+    // still shows the first card at the top): refused, nothing changes
+    let stale =
+        json!({ "card": todo[1], "column": "todo", "prev": null, "next": todo[0], "version": v });
+    let (status, refused) = call(&app, "POST", "/api/move", Some(stale)).await;
     assert_eq!(status, StatusCode::CONFLICT, "{engine}");
-    assert_eq!(refused["code"], "version_conflict", "{engine}");
+    assert_eq!(refused["code"], "stale_neighbours", "{engine}");
     let (_, after) = call(&app, "GET", "/api/board", None).await;
     assert_eq!(
         ids(&after, "todo"),

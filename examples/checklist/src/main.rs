@@ -71,7 +71,7 @@ async fn titles(db: &DatabaseConnection) -> Res<Vec<String>> {
         .collect())
 }
 
-fn describe(changes: &Changes) -> String {
+fn describe(changes: &Changes<i64, i64>) -> String {
     let mut out: Vec<String> = changes
         .rows
         .iter()
@@ -131,7 +131,7 @@ async fn main() -> Res<()> {
     println!("checklist demo on {}", url.split(':').next().unwrap_or(""));
 
     // the app's ActiveModel, inserted where the library says
-    let steps = step::Entity::ordering();
+    let steps = step::Entity::ordered();
     let mut ids = Vec::new();
     for title in ["Tag", "Build", "Test", "Publish"] {
         let model = step::ActiveModel {
@@ -158,10 +158,10 @@ async fn main() -> Res<()> {
         .apply(
             &db,
             Request::Move {
-                item: ordered_seaorm::Id::Int(test),
+                item: test.into(),
                 at: Placement::Between {
-                    prev: Some(ordered_seaorm::Id::Int(tag)),
-                    next: Some(ordered_seaorm::Id::Int(build)),
+                    prev: Some(tag.into()),
+                    next: Some(build.into()),
                 },
             },
             |txn, changes| {
@@ -195,12 +195,7 @@ async fn main() -> Res<()> {
     let stale = steps
         .clone()
         .expect_version(version)
-        .move_between(
-            &db,
-            ordered_seaorm::Id::Int(publish),
-            Some(ordered_seaorm::Id::Int(tag)),
-            Some(ordered_seaorm::Id::Int(build)),
-        )
+        .move_between(&db, publish, Some(tag), Some(build))
         .await;
     let err = stale.err().ok_or("client B's stale drag must be refused")?;
     let (status, body) = respond(&err);
@@ -212,7 +207,7 @@ async fn main() -> Res<()> {
     let retried = steps
         .clone()
         .expect_version(fresh.version.ok_or("a version column")?)
-        .move_to_start(&db, ordered_seaorm::Id::Int(publish))
+        .move_to_start(&db, publish)
         .await?;
     println!(
         "5. client B re-read and moved Publish first: {:?}; changes [{}]",
@@ -228,12 +223,7 @@ async fn main() -> Res<()> {
             ..Default::default()
         };
         let inserted = steps
-            .insert_model(
-                &db,
-                1,
-                Placement::After(ordered_seaorm::Id::Int(publish)),
-                model,
-            )
+            .insert_model(&db, 1, Placement::After(publish.into()), model)
             .await?;
         if inserted.outcome.relabelled > 0 {
             relabel = Some(inserted.outcome);
@@ -248,10 +238,7 @@ async fn main() -> Res<()> {
     );
 
     // a refusal that went through `?` into a DbErr keeps its type
-    let missing: DbErr = match steps
-        .move_to_start(&db, ordered_seaorm::Id::Int(999_999))
-        .await
-    {
+    let missing: DbErr = match steps.move_to_start(&db, 999_999).await {
         Err(e) => e.into(),
         Ok(_) => return Err("a move of a missing step must be refused".into()),
     };

@@ -175,13 +175,9 @@ fn run<C: DemoConn>(url: &str) -> Res<()> {
         ),
     )?;
 
-    Track::insert_between(
-        conn,
-        1,
-        Some(ordered_diesel::Id::Int(credits)),
-        Some(ordered_diesel::Id::Int(demo)),
-        |c, slot| c.add(slot, "Setup"),
-    )?;
+    Track::insert_between(conn, 1, Some(credits), Some(demo), |c, slot| {
+        c.add(slot, "Setup")
+    })?;
     show(conn, "3. Setup inserted between Credits and Demo")?;
 
     // 4. keep inserting right after Intro until the 1024-wide gap runs out
@@ -209,7 +205,7 @@ fn run<C: DemoConn>(url: &str) -> Res<()> {
     );
 
     // 5. two editors drag into the same gap at once, each from the version it read
-    let version = Track::ordering()
+    let version = Track::ordered()
         .move_to_end(conn, intro)?
         .version
         .ok_or("no version")?;
@@ -234,11 +230,11 @@ fn run<C: DemoConn>(url: &str) -> Res<()> {
                     if C::DIALECT == ordered_diesel::Dialect::Sqlite {
                         let _ = c.batch_execute("PRAGMA busy_timeout = 5000;");
                     }
-                    match Track::ordering().expect_version(version).move_between(
+                    match Track::ordered().expect_version(version).move_between(
                         &mut c,
                         item,
-                        Some(ordered_diesel::Id::Int(credits)),
-                        Some(ordered_diesel::Id::Int(setup)),
+                        Some(credits),
+                        Some(setup),
                     ) {
                         Ok(o) => format!(
                             "{who}: moved, playlist now at version {}",
@@ -264,13 +260,8 @@ fn run<C: DemoConn>(url: &str) -> Res<()> {
 
     // 7. a client that still shows Credits next to Setup asks for a move between them
     let bonus3 = id_of(conn, "Bonus 3")?;
-    match Track::move_between(
-        conn,
-        bonus3,
-        Some(ordered_diesel::Id::Int(credits)),
-        Some(ordered_diesel::Id::Int(setup)),
-    ) {
-        Err(e) if matches!(e.ordering(), Some(OrderingError::StaleNeighbours { .. })) => {
+    match Track::move_between(conn, bonus3, Some(credits), Some(setup)) {
+        Err(e) if matches!(e.refusal(), Some(OrderingError::StaleNeighbours { .. })) => {
             println!("\n7. stale move rejected with a typed error: {e}");
         }
         Ok(_) => println!("\n7. Credits and Setup were still adjacent: the move went through"),

@@ -1,18 +1,20 @@
 //! The operation catalogue, written once for every front.
 
-/// The catalogue of operations of an adapter's `Ordering`, written once for every front
-/// (sync Diesel, diesel-async, SeaORM): the named inserts, every write, every read.
+/// The catalogue of operations of an adapter's `OrderedTable<K, P>`, written once for
+/// every front (sync Diesel, diesel-async, SeaORM): the named inserts, every write,
+/// every read, with the keys in the model's own types (`K` the item's, `P` the
+/// list's, both [`AppKey`](crate::AppKey)).
 ///
-/// The front writes, in the `impl` block the macro is called in, three methods the
-/// catalogue calls:
-/// - `insert(&self, conn, parent: impl Into<Id>, at: Placement, insert: F) -> Result<Inserted<T>>`;
-/// - `write(&self, conn, req: Request) -> Result<Outcome>`;
+/// The front writes, in the `impl<K: AppKey, P: AppKey>` block the macro is called in,
+/// three methods the catalogue calls:
+/// - `insert(&self, conn, parent: impl Into<P>, at: Placement, insert: F) -> Result<Inserted<T, K, P>>`;
+/// - `write(&self, conn, req: Request) -> Result<Outcome<K, P>>`;
 /// - `read(&self, conn, job: Job) -> Result<Finished>`.
 ///
-/// `Result`, `Inserted`, `Outcome` and `Slot` are the front's own, named where the
-/// macro is called. The arguments: `async` or `sync`, the connection parameter's type
-/// and bound (`reads:` a looser one for the reads, which open no transaction), and the
-/// insert closure's bound.
+/// `Result` and `Slot` are the front's own, named where the macro is called. The
+/// arguments: `async` or `sync`, the connection parameter's type and bound (`reads:` a
+/// looser one for the reads, which open no transaction), and the insert closure's
+/// bound.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! operations {
@@ -41,71 +43,115 @@ macro_rules! operations {
             /// Inserts a row at the end of `parent`'s list.
             insert_last(;) => $crate::Placement::Last;
             /// Inserts a row directly before `anchor` in `parent`'s list.
-            insert_before(anchor;) => $crate::Placement::Before(anchor);
+            insert_before(; anchor: impl Into<K>) => $crate::Placement::Before($crate::adapter::key::<K>(&anchor.into())?);
             /// Inserts a row directly after `anchor` in `parent`'s list.
-            insert_after(anchor;) => $crate::Placement::After(anchor);
+            insert_after(; anchor: impl Into<K>) => $crate::Placement::After($crate::adapter::key::<K>(&anchor.into())?);
             /// Inserts a row between `prev` and `next` (`None`: the start or end), which
             /// must still be adjacent: otherwise
             /// [`StaleNeighbours`](ordered_core::Error::StaleNeighbours).
-            insert_between(; prev: Option<$crate::Id>, next: Option<$crate::Id>) => $crate::Placement::Between { prev, next };
+            insert_between(; prev: Option<K>, next: Option<K>) => $crate::Placement::Between {
+                prev: $crate::adapter::opt_key(&prev)?,
+                next: $crate::adapter::opt_key(&next)?,
+            };
             /// Inserts a row at `index` (0-based; the list's length appends).
             insert_at_index(; index: u64) => $crate::Placement::Index(index);
         );
         $crate::operations!(@writes $mode $conn; $cbound;
-            /// Moves `item` to any [`Placement`](ordered_core::Placement) in its own
-            /// collection (the named `move_*` methods are shorthands for it).
-            move_to(item; at: $crate::Placement) => $crate::Request::Move { item, at };
-            /// Moves `item` directly before `anchor` (same collection).
-            move_before(item, anchor;) => $crate::Request::Move { item, at: $crate::Placement::Before(anchor) };
-            /// Moves `item` directly after `anchor` (same collection).
-            move_after(item, anchor;) => $crate::Request::Move { item, at: $crate::Placement::After(anchor) };
-            /// Moves `item` between `prev` and `next`, which must still be adjacent once
-            /// `item` is left out.
-            move_between(item; prev: Option<$crate::Id>, next: Option<$crate::Id>) => $crate::Request::Move { item, at: $crate::Placement::Between { prev, next } };
+            /// Moves `item` to a [`Placement`](ordered_core::Placement) chosen at run
+            /// time in its own list, as `insert` inserts at one (the named moves below
+            /// are its shorthands; a drag is [`move_between`](Self::move_between)).
+            move_to(item: impl Into<K>, at: $crate::Placement) => $crate::Request::Move {
+                item: $crate::adapter::key::<K>(&item.into())?,
+                at,
+            };
+            /// Moves `item` directly before `anchor` (same list).
+            move_before(item: impl Into<K>, anchor: impl Into<K>) => $crate::Request::Move {
+                item: $crate::adapter::key::<K>(&item.into())?,
+                at: $crate::Placement::Before($crate::adapter::key::<K>(&anchor.into())?),
+            };
+            /// Moves `item` directly after `anchor` (same list).
+            move_after(item: impl Into<K>, anchor: impl Into<K>) => $crate::Request::Move {
+                item: $crate::adapter::key::<K>(&item.into())?,
+                at: $crate::Placement::After($crate::adapter::key::<K>(&anchor.into())?),
+            };
+            /// A drag: moves `item` between `prev` and `next` (`None`: the start or the
+            /// end of the list), which must still be adjacent once `item` is left out,
+            /// else [`StaleNeighbours`](ordered_core::Error::StaleNeighbours). A drop
+            /// where the item already is writes nothing and reports
+            /// [`Outcome::unchanged`](ordered_core::Outcome::unchanged).
+            move_between(item: impl Into<K>, prev: Option<K>, next: Option<K>) => $crate::Request::Move {
+                item: $crate::adapter::key::<K>(&item.into())?,
+                at: $crate::Placement::Between {
+                    prev: $crate::adapter::opt_key(&prev)?,
+                    next: $crate::adapter::opt_key(&next)?,
+                },
+            };
             /// Moves `item` to the start of its list.
-            move_to_start(item;) => $crate::Request::Move { item, at: $crate::Placement::First };
+            move_to_start(item: impl Into<K>) => $crate::Request::Move {
+                item: $crate::adapter::key::<K>(&item.into())?,
+                at: $crate::Placement::First,
+            };
             /// Moves `item` to the end of its list.
-            move_to_end(item;) => $crate::Request::Move { item, at: $crate::Placement::Last };
+            move_to_end(item: impl Into<K>) => $crate::Request::Move {
+                item: $crate::adapter::key::<K>(&item.into())?,
+                at: $crate::Placement::Last,
+            };
             /// Moves `item` to `index` of its list (counted without the item).
-            move_to_index(item; index: u64) => $crate::Request::Move { item, at: $crate::Placement::Index(index) };
+            move_to_index(item: impl Into<K>, index: u64) => $crate::Request::Move {
+                item: $crate::adapter::key::<K>(&item.into())?,
+                at: $crate::Placement::Index(index),
+            };
             /// Moves `item` one place towards the start (nothing if it is first).
-            move_up(item;) => $crate::Request::MoveUp { item };
+            move_up(item: impl Into<K>) => $crate::Request::MoveUp { item: $crate::adapter::key::<K>(&item.into())? };
             /// Moves `item` one place towards the end (nothing if it is last).
-            move_down(item;) => $crate::Request::MoveDown { item };
-            /// Exchanges the places of `a` and `b` (same collection).
-            swap(a, b;) => $crate::Request::Swap { a, b };
-            /// Moves `item` into collection `parent` at `at`, locking both collections in
+            move_down(item: impl Into<K>) => $crate::Request::MoveDown { item: $crate::adapter::key::<K>(&item.into())? };
+            /// Exchanges the places of `a` and `b` (same list).
+            swap(a: impl Into<K>, b: impl Into<K>) => $crate::Request::Swap {
+                a: $crate::adapter::key::<K>(&a.into())?,
+                b: $crate::adapter::key::<K>(&b.into())?,
+            };
+            /// Moves `item` into list `parent` at `at`, locking both lists in
             /// increasing key order.
-            move_to_parent(item, parent; at: $crate::Placement) => $crate::Request::MoveToParent { item, parent, at };
-            /// Deletes `item` (dense lists close the gap).
-            remove(item;) => $crate::Request::Remove { item };
+            move_to_parent(item: impl Into<K>, parent: impl Into<P>, at: $crate::Placement) => $crate::Request::MoveToParent {
+                item: $crate::adapter::key::<K>(&item.into())?,
+                parent: $crate::adapter::key::<P>(&parent.into())?,
+                at,
+            };
+            /// Deletes `item` (dense lists close the gap). Rows the database deletes
+            /// with it (`ON DELETE CASCADE`) are listed in the changes' `removed` too.
+            remove(item: impl Into<K>) => $crate::Request::Remove { item: $crate::adapter::key::<K>(&item.into())? };
             /// Sets the whole order of `parent` to `ids`, which must be exactly its
             /// current items. Writes only the rows that must move (n minus the longest
             /// increasing run).
-            reorder(parent; ids: &[$crate::Id]) => $crate::Request::Reorder { parent, ids: ids.to_vec() };
-            /// Spreads `parent`'s items evenly, keeping their order.
-            rebalance(parent;) => $crate::Request::Rebalance { parent };
-            /// Repairs what `verify` reports (duplicates, out-of-domain positions,
-            /// over-long keys) by relabelling the collection in its current
-            /// `ORDER BY position, id` order.
-            heal(parent;) => $crate::Request::Rebalance { parent };
+            reorder(parent: impl Into<P>, ids: &[K]) => $crate::Request::Reorder {
+                parent: $crate::adapter::key::<P>(&parent.into())?,
+                ids: $crate::adapter::keys(ids)?,
+            };
+            /// Spreads `parent`'s items evenly, keeping their order; it also repairs
+            /// what `verify` reports (duplicates, out-of-domain positions, over-long
+            /// keys) by relabelling the list in its current `ORDER BY position, id`
+            /// order.
+            rebalance(parent: impl Into<P>) => $crate::Request::Rebalance { parent: $crate::adapter::key::<P>(&parent.into())? };
         );
         $crate::operations!(@reads $mode $conn; $rbound;
             /// The items of `parent`, `ORDER BY position, id`.
-            list(parent) -> Vec<$crate::Row> => List, into_rows;
-            /// The items of `parent` with the collection's version, read in one
-            /// statement, so the version is the one of this very list (without a version
-            /// column, `version` is `None`). Send both to the client; it sends the
-            /// version back with its next write (`expect_version`), which is refused
-            /// with [`VersionConflict`](ordered_core::Error::VersionConflict) if anyone
-            /// wrote in between. A missing parent is
+            list(parent: impl Into<P>) -> Vec<$crate::Row<K, P>> => List, into_rows, |rows: Vec<$crate::Row>| {
+                rows.into_iter().map($crate::Row::typed).collect::<Result<Vec<_>, _>>()
+            };
+            /// The items of `parent` with the list's version, read in one statement, so
+            /// the version is the one of this very list (without a version column,
+            /// `version` is `None`). Send both to the client; with
+            /// [`Concurrency::Version`](ordered_core::Concurrency) it sends the version
+            /// back with its next write, which is refused with
+            /// [`VersionConflict`](ordered_core::Error::VersionConflict) if anyone wrote
+            /// in between. A missing parent is
             /// [`ParentNotFound`](ordered_core::Error::ParentNotFound).
-            list_versioned(parent) -> $crate::Listing => ListVersioned, into_listing;
+            list_versioned(parent: impl Into<P>) -> $crate::Listing<$crate::Row<K, P>> => ListVersioned, into_listing, $crate::Listing::typed;
             /// The 0-based index of `item` in its list.
-            index_of(item) -> u64 => IndexOf, into_index;
-            /// Checks `parent`'s collection: duplicate positions, positions outside the
+            index_of(item: impl Into<K>) -> u64 => IndexOf, into_index, Ok::<u64, $crate::Error>;
+            /// Checks `parent`'s list: duplicate positions, positions outside the
             /// domain, over-long keys, and that the database returns them in byte order.
-            verify(parent) -> $crate::Report => Verify, into_report;
+            verify(parent: impl Into<P>) -> $crate::Report => Verify, into_report, Ok::<$crate::Report, $crate::Error>;
         );
 
         $crate::operations!(@fn $mode
@@ -134,23 +180,22 @@ macro_rules! operations {
         });
     };
     (@inserts $mode:ident $conn:ty; $cbound:path; $ib:tt;
-        $($(#[$doc:meta])* $name:ident($($key:ident),* ; $($arg:ident: $ty:ty),*) => $at:expr;)*
+        $($(#[$doc:meta])* $name:ident(; $($arg:ident: $ty:ty),*) => $at:expr;)*
     ) => {$(
         $crate::operations!(@insert_fn $mode $ib $cbound; $(#[$doc])* $name(
             &self,
             conn: $conn,
-            parent: impl Into<$crate::Id>,
-            $($key: impl Into<$crate::Id>,)*
+            parent: impl Into<P>,
             $($arg: $ty,)*
             insert: F,
         ) {
-            $(let $key: $crate::Id = $key.into();)*
-            $crate::operations!(@await $mode self.insert(conn, parent, $at, insert))
+            let at = $at;
+            $crate::operations!(@await $mode self.insert(conn, parent, at, insert))
         });
     )*};
     (@insert_fn $mode:ident [$($ib:tt)+] $cbound:path; $(#[$m:meta])* $name:ident ($($params:tt)*) $body:block) => {
         $crate::operations!(@fn $mode $(#[$m])*
-            pub fn $name<C, T, F>($($params)*) -> Result<Inserted<T>>
+            pub fn $name<C, T, F>($($params)*) -> Result<$crate::Inserted<T, K, P>>
             where
                 C: $cbound,
                 $($ib)+
@@ -158,25 +203,26 @@ macro_rules! operations {
         );
     };
     (@writes $mode:ident $conn:ty; $cbound:path;
-        $($(#[$doc:meta])* $name:ident($($key:ident),* ; $($arg:ident: $ty:ty),*) => $req:expr;)*
+        $($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) => $req:expr;)*
     ) => {$(
         $crate::operations!(@fn $mode $(#[$doc])*
         pub fn $name<C: $cbound>(
             &self,
             conn: $conn,
-            $($key: impl Into<$crate::Id>,)*
             $($arg: $ty,)*
-        ) -> Result<Outcome> {
-            $(let $key: $crate::Id = $key.into();)*
-            $crate::operations!(@await $mode self.write(conn, $req))
+        ) -> Result<$crate::Outcome<K, P>> {
+            let req = $req;
+            $crate::operations!(@await $mode self.write(conn, req))
         });
     )*};
     (@reads $mode:ident $conn:ty; $cbound:path;
-        $($(#[$doc:meta])* $name:ident($key:ident) -> $out:ty => $job:ident, $into:ident;)*
+        $($(#[$doc:meta])* $name:ident($key:ident: impl Into<$kt:ident>) -> $out:ty => $job:ident, $into:ident, $typed:expr;)*
     ) => {$(
         $crate::operations!(@fn $mode $(#[$doc])*
-        pub fn $name<C: $cbound>(&self, conn: $conn, $key: impl Into<$crate::Id>) -> Result<$out> {
-            Ok($crate::operations!(@await $mode self.read(conn, $crate::adapter::Job::$job($key.into())))?.$into()?)
+        pub fn $name<C: $cbound>(&self, conn: $conn, $key: impl Into<$kt>) -> Result<$out> {
+            let $key = $crate::adapter::key::<$kt>(&$key.into())?;
+            let raw = $crate::operations!(@await $mode self.read(conn, $crate::adapter::Job::$job($key)))?.$into()?;
+            Ok(($typed)(raw)?)
         });
     )*};
 }

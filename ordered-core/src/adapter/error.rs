@@ -84,7 +84,7 @@ macro_rules! adapter_error {
             }
 
             /// The ordering refusal, if that is what this is.
-            pub fn ordering(&self) -> Option<&$crate::Error> {
+            pub fn refusal(&self) -> Option<&$crate::Error> {
                 match self {
                     Error::Ordering(e) => Some(e),
                     _ => None,

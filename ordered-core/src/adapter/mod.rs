@@ -25,6 +25,29 @@ mod slot;
 #[path = "../sql/mod.rs"]
 pub mod sql;
 
+/// What a key that cannot be an [`Id`](crate::Id) is refused with.
+pub(crate) fn key_refused() -> crate::Error {
+    crate::Error::InvalidRequest(
+        "a key that no row can have: a string longer than 255 bytes, or bytes that are not a UUID",
+    )
+}
+
+/// A key of the application's type as an [`Id`](crate::Id) (the typed operations'
+/// arguments).
+pub fn key<K: crate::AppKey>(k: &K) -> Result<crate::Id, crate::Error> {
+    k.to_key().ok_or_else(key_refused)
+}
+
+/// [`key`] of an optional neighbour (`None`: the end of the list).
+pub fn opt_key<K: crate::AppKey>(k: &Option<K>) -> Result<Option<crate::Id>, crate::Error> {
+    k.as_ref().map(key).transpose()
+}
+
+/// [`key`] of each key, in order.
+pub fn keys<K: crate::AppKey>(ks: &[K]) -> Result<Vec<crate::Id>, crate::Error> {
+    ks.iter().map(key).collect()
+}
+
 pub use protocol::{DbFailure, Failure, Feed, Finished, Io, Job, Kind, Protocol};
 pub use slot::Slot;
 

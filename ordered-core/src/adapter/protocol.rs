@@ -404,6 +404,8 @@ enum State {
         asked: u8,
     },
     Rollback,
+    /// The rollback of an operation that changed nothing ([`Outcome::unchanged`]).
+    Discard,
     Sleep,
     /// The schema probe that explains a duplicate.
     Duplicate,
@@ -578,6 +580,13 @@ impl<E: DbFailure> Protocol<E> {
                     self.settle(failure)
                 }
             }
+            (State::Discard, Feed::Ok) => self.done(),
+            // the operation's answer stands; the connection is not usable
+            (State::Discard, Feed::Failed(e)) if !self.nested => {
+                self.fail(Failure::ConnectionLost(e))
+            }
+            (State::Discard, Feed::Failed(e)) => self.fail(Failure::of(e)),
+            (State::Discard, other) => self.unexpected_feed(other),
             (State::Sleep, _) => self.start(),
             (State::Duplicate, feed) => {
                 let failure = self.take_failure();
@@ -611,6 +620,9 @@ impl<E: DbFailure> Protocol<E> {
     }
 
     fn start(&mut self) -> Io<E> {
+        if self.settings.key_error {
+            return self.fail(Failure::Refused(super::key_refused()));
+        }
         let d = self.dialect;
         let spec = &self.settings.spec;
         let s = &self.settings;
@@ -709,6 +721,14 @@ impl<E: DbFailure> Protocol<E> {
             Ok(Action::BeforeCommit(changes)) => {
                 self.state = State::Drive;
                 Io::BeforeCommit(changes)
+            }
+            // nothing written but the lock's version bump: undone
+            Ok(Action::Done(outcome)) if outcome.unchanged => {
+                self.outcome = Some(outcome);
+                self.state = State::Discard;
+                Io::Rollback {
+                    savepoint: self.nested,
+                }
             }
             Ok(Action::Done(outcome)) => {
                 self.outcome = Some(outcome);

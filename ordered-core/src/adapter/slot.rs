@@ -1,7 +1,7 @@
 //! The slot the caller's insert fills, one type for every adapter.
 
 use crate::engine::{InsertedId, Reply};
-use crate::id::{Id, ScopeKey};
+use crate::id::{AppKey, Id};
 use crate::position::Position;
 
 /// Where the caller's insert must put the new row: the collection and the position,
@@ -46,8 +46,8 @@ impl<E> Slot<E> {
     /// The collection key as the model's scope type (`i64`, `i32`, `i16`, `Uuid` or
     /// `String`), for the insert's scope column; an error, usable with `?` in the insert
     /// closure, if the key is of another type.
-    pub fn scope<K: ScopeKey>(&self) -> Result<K, E> {
-        K::from_scope(self.parent).ok_or_else(|| {
+    pub fn scope<K: AppKey>(&self) -> Result<K, E> {
+        K::from_key(self.parent).ok_or_else(|| {
             (self.error)(format!(
                 "the collection key {} is not of the type asked for",
                 self.parent

@@ -78,7 +78,7 @@ pub(super) fn renumber(
             .s(" AS o_rid, ROW_NUMBER() OVER (ORDER BY ");
         if parked {
             // a parked row's rank is its old place; the key breaks a tie with a row
-            // at the negation (heal's PARK_POSITION)
+            // at the negation (rebalance's PARK_POSITION)
             b.s("CASE WHEN ")
                 .id(spec.position)
                 .s(" < 0 THEN -")

@@ -18,8 +18,8 @@ use ordered_diesel::__private::Reply as ordered_core_reply;
 pub use ordered_diesel::Id;
 use ordered_diesel::migrations::{create_parent_table, create_table};
 use ordered_diesel::{
-    Dialect, Fractional, Gapped, OrderedConnection, Ordering, PositionStrategy, RebalancePolicy,
-    Slot, Spec,
+    Dialect, Fractional, Gapped, OrderedConnection, OrderedTable, PositionStrategy,
+    RebalancePolicy, Slot, Spec,
 };
 
 /// What each test engine must offer besides the library's trait.
@@ -285,8 +285,8 @@ pub fn drop_tables<C: TestConn>(conn: &mut C, t: &Tables) {
     conn.exec(&format!("DROP TABLE IF EXISTS {}", q(t.parents)));
 }
 
-pub fn ord(t: &Tables) -> Ordering {
-    Ordering::new(t.spec)
+pub fn ord(t: &Tables) -> OrderedTable {
+    OrderedTable::new(t.spec)
 }
 
 /// Inserts an item with the library and returns its id.
@@ -406,4 +406,10 @@ pub fn migrate_boards<C: TestConn>(c: &mut C, spec: &Spec) {
             q("id")
         ));
     }
+}
+
+/// The operations on model `M`'s table with keys as [`Id`]s, for tests generic over
+/// models of several key types.
+pub fn untyped<M: ordered_diesel::Ordered>() -> OrderedTable {
+    OrderedTable::new(M::SPEC)
 }

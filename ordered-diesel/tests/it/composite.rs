@@ -51,7 +51,9 @@ where
         .enumerate()
     {
         let id = card_id(n as u128 + 1);
-        let made = M::insert_last(c, to, |c, slot| insert(c, id, title, &slot)).unwrap();
+        let made = untyped::<M>()
+            .insert_last(c, to, |c, slot| insert(c, id, title, &slot))
+            .unwrap();
         assert_eq!(made.outcome.changes.rows[0].parent, to, "{engine}");
         ids.push(id);
     }
@@ -61,15 +63,17 @@ where
 
     // within a column: one row written
     assert_eq!(
-        M::move_before(c, cc, a).unwrap().rows_written,
+        untyped::<M>().move_before(c, cc, a).unwrap().rows_written,
         1,
         "{engine}"
     );
     assert_eq!(titles(c, b1, "todo"), ["c", "a", "b"], "{engine}");
-    assert_eq!(M::index_of(c, b).unwrap(), 2, "{engine}");
+    assert_eq!(untyped::<M>().index_of(c, b).unwrap(), 2, "{engine}");
 
     // to another column of the board: one row written, one lock (one version)
-    let across = M::move_to_parent(c, a, done, Placement::Before(d.into())).unwrap();
+    let across = untyped::<M>()
+        .move_to_parent(c, a, done, Placement::Before(d.into()))
+        .unwrap();
     assert_eq!(across.rows_written, 1, "{engine}");
     assert_eq!(across.changes.rows[0].parent, done, "{engine}");
     assert_eq!(across.changes.versions.len(), 1, "{engine}: {across:?}");
@@ -78,7 +82,9 @@ where
     assert_eq!(titles(c, b1, "todo"), ["c", "b"], "{engine}");
 
     // to another board: both boards locked and versioned
-    let away = M::move_to_parent(c, d, list(b2, "todo"), Placement::First).unwrap();
+    let away = untyped::<M>()
+        .move_to_parent(c, d, list(b2, "todo"), Placement::First)
+        .unwrap();
     let mut boards: Vec<Id> = away.changes.versions.iter().map(|v| v.parent).collect();
     boards.sort_unstable();
     let mut want = vec![Id::from(b1), Id::from(b2)];
@@ -87,49 +93,50 @@ where
     assert_eq!(titles(c, b2, "todo"), ["d"], "{engine}");
 
     // the lists, each with the board's version
-    let listed: Vec<Id> = M::list(c, todo).unwrap().iter().map(|r| r.id).collect();
+    let listed: Vec<Id> = untyped::<M>()
+        .list(c, todo)
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
     assert_eq!(listed, [Id::from(cc), Id::from(b)], "{engine}");
-    let versioned = M::ordering().list_versioned(c, done).unwrap();
+    let versioned = untyped::<M>().list_versioned(c, done).unwrap();
     assert_eq!(versioned.rows.len(), 1, "{engine}");
     assert_eq!(versioned.version, Some(away_version(&away, b1)), "{engine}");
 
     // refusals: an anchor in another column; a board alone; a stale version
-    let other = M::move_after(c, b, a).unwrap_err();
+    let other = untyped::<M>().move_after(c, b, a).unwrap_err();
     assert_eq!(
-        other.ordering(),
+        other.refusal(),
         Some(&OrderingError::NotInCollection {
             id: a.into(),
             parent: todo
         }),
         "{engine}"
     );
-    let bare = M::move_to_parent(c, b, b1, Placement::Last).unwrap_err();
+    let bare = untyped::<M>()
+        .move_to_parent(c, b, b1, Placement::Last)
+        .unwrap_err();
     assert!(
-        matches!(bare.ordering(), Some(OrderingError::WrongScope { .. })),
+        matches!(bare.refusal(), Some(OrderingError::WrongScope { .. })),
         "{engine}: {bare}"
     );
-    assert_eq!(
-        bare.ordering().map(OrderingError::code),
-        Some("wrong_scope")
-    );
+    assert_eq!(bare.refusal().map(OrderingError::code), Some("wrong_scope"));
     assert!(matches!(
-        M::list(c, b1),
+        untyped::<M>().list(c, b1),
         Err(Error::Ordering(OrderingError::WrongScope { .. }))
     ));
-    let stale = M::ordering()
+    let stale = untyped::<M>()
         .expect_version(0)
         .move_to_end(c, b)
         .unwrap_err();
     assert!(
-        matches!(
-            stale.ordering(),
-            Some(OrderingError::VersionConflict { .. })
-        ),
+        matches!(stale.refusal(), Some(OrderingError::VersionConflict { .. })),
         "{engine}: {stale}"
     );
     assert_eq!(titles(c, b1, "todo"), ["c", "b"], "{engine}");
     for l in [todo, done, list(b2, "todo")] {
-        let report = M::verify(c, l).unwrap();
+        let report = untyped::<M>().verify(c, l).unwrap();
         assert!(report.is_ok(), "{engine}: {report:?}");
     }
 }
@@ -163,13 +170,19 @@ where
     let (todo, done, far) = (list(b1, "todo"), list(b1, "done"), list(b2, "todo"));
     let a = card_id(1);
     let b = card_id(2);
-    M::insert_last(c, todo, |c, slot| insert(c, a, "A", &slot)).unwrap();
-    M::insert_last(c, todo, |c, slot| insert(c, b, "B", &slot)).unwrap();
+    untyped::<M>()
+        .insert_last(c, todo, |c, slot| insert(c, a, "A", &slot))
+        .unwrap();
+    untyped::<M>()
+        .insert_last(c, todo, |c, slot| insert(c, b, "B", &slot))
+        .unwrap();
     let mut movers_cards = Vec::new();
     for n in 0..8u128 {
         let id = card_id(100 + n);
         let to = if n % 2 == 0 { done } else { far };
-        M::insert_last(c, to, |c, slot| insert(c, id, "m", &slot)).unwrap();
+        untyped::<M>()
+            .insert_last(c, to, |c, slot| insert(c, id, "m", &slot))
+            .unwrap();
         movers_cards.push(id);
     }
     let policy = RetryPolicy {
@@ -186,7 +199,7 @@ where
             let (inserted, versions, relabels) = (&inserted, &versions, &relabels);
             s.spawn(move || {
                 let mut conn = C::open("composite");
-                let o = M::ordering().retry(policy);
+                let o = untyped::<M>().retry(policy);
                 for i in 0..INSERTS {
                     let id = card_id(1000 + (w * INSERTS + i) as u128);
                     let made = o
@@ -205,7 +218,7 @@ where
             let (cards, versions) = (&movers_cards, &versions);
             s.spawn(move || {
                 let mut conn = C::open("composite");
-                let o = M::ordering().retry(policy);
+                let o = untyped::<M>().retry(policy);
                 let mut x = 0x9E37_79B9_7F4A_7C15_u64 ^ (w + 1);
                 for _ in 0..MOVES {
                     x ^= x << 13;
@@ -216,7 +229,10 @@ where
                     let moved = o
                         .move_to_parent(&mut conn, card, to, Placement::First)
                         .unwrap_or_else(|e| panic!("{}: move failed: {e}", C::name()));
-                    if let Some(v) = moved.changes.versions.iter().find(|v| v.parent == b1) {
+                    // a card already first there: nothing written, no version taken
+                    if let Some(v) = moved.changes.versions.iter().find(|v| v.parent == b1)
+                        && !moved.unchanged
+                    {
                         versions.lock().unwrap().push(v.version);
                     }
                 }
@@ -243,15 +259,20 @@ where
     let mut want: Vec<Id> = vec![a.into()];
     want.extend(inserted.iter().rev().map(|(_, id)| Id::from(*id)));
     want.push(b.into());
-    let got: Vec<Id> = M::list(c, todo).unwrap().iter().map(|r| r.id).collect();
+    let got: Vec<Id> = untyped::<M>()
+        .list(c, todo)
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
     assert_eq!(got, want, "{engine}: the column is not in version order");
     // every mover's card is in exactly one of its two lists
     let mut seen: Vec<Id> = Vec::new();
     for l in [todo, done, far] {
-        let report = M::verify(c, l).unwrap();
+        let report = untyped::<M>().verify(c, l).unwrap();
         assert!(report.is_ok(), "{engine}: {report:?}");
         if l != todo {
-            seen.extend(M::list(c, l).unwrap().iter().map(|r| r.id));
+            seen.extend(untyped::<M>().list(c, l).unwrap().iter().map(|r| r.id));
         }
     }
     seen.sort_unstable();
@@ -277,7 +298,7 @@ fn opposite_moves_between_boards<C: TestConn>(c: &mut C) {
         .with_split_by(&[ScopeColumn::text("status")]);
     let engine = C::name();
     migrate_boards(c, &SPEC);
-    let o = ordered_diesel::Ordering::new(SPEC).retry(RetryPolicy {
+    let o = ordered_diesel::OrderedTable::new(SPEC).retry(RetryPolicy {
         max_attempts: 1,
         ..RetryPolicy::default()
     });

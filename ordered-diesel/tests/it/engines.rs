@@ -265,7 +265,7 @@ fn stale_inputs<C: TestConn>(_: ()) {
         for (i, (got, want)) in cases.into_iter().enumerate() {
             let err = got.expect_err("must fail");
             assert_eq!(
-                err.ordering(),
+                err.refusal(),
                 Some(&want),
                 "{} {sname} case {i}: {err}",
                 C::name()
@@ -280,7 +280,7 @@ fn stale_inputs<C: TestConn>(_: ()) {
                 c.insert_item(&t, "late", &s)
             });
         assert_eq!(
-            stale.unwrap_err().ordering(),
+            stale.unwrap_err().refusal(),
             Some(&OrderingError::StaleNeighbours {
                 prev: Some(a),
                 next: Some(b)
@@ -289,7 +289,7 @@ fn stale_inputs<C: TestConn>(_: ()) {
         // a missing parent
         let missing = o.insert_last(&mut c, 77, |c, s| c.insert_item(&t, "orphan", &s));
         assert_eq!(
-            missing.unwrap_err().ordering(),
+            missing.unwrap_err().refusal(),
             Some(&OrderingError::ParentNotFound {
                 parent: ordered_diesel::Id::Int(77)
             })
@@ -470,7 +470,7 @@ fn nested<C: TestConn>(_: ()) {
     c.transaction::<_, diesel::result::Error, _>(|c| {
         let e = ord(&t).move_after(c, a, a).unwrap_err();
         assert!(matches!(
-            e.ordering(),
+            e.refusal(),
             Some(OrderingError::SelfReference { .. })
         ));
         ord(&t).move_to_start(c, a)?;

@@ -190,7 +190,7 @@ fn waiting_cross_parent_move<C: TestConn>(_: ()) {
     a.join().unwrap().unwrap();
     let err = b.join().unwrap().unwrap_err();
     assert_eq!(
-        err.ordering(),
+        err.refusal(),
         Some(&ordered_diesel::OrderingError::VersionConflict {
             parent: ordered_diesel::Id::Int(1),
             expected: 2,
@@ -394,7 +394,7 @@ fn heal_places_parked_rows<C: TestConn>(_: ()) {
     }
     let before = ord(&t).verify(&mut c, 1).unwrap();
     assert!(!before.is_ok(), "{}: {before:?}", C::name());
-    ord(&t).heal(&mut c, 1).unwrap();
+    ord(&t).rebalance(&mut c, 1).unwrap();
     let rows = sound(&mut c, &t, ordered_diesel::Id::Int(1));
     let mut got: Vec<Id> = rows.iter().map(|r| r.id).collect();
     got.sort_unstable();
@@ -432,7 +432,7 @@ fn heal_writes_below_rows_left_in_the_temporary_range<C: TestConn>(_: ()) {
         ));
     }
     assert!(!ord(&t).verify(&mut c, 1).unwrap().is_ok(), "{}", C::name());
-    ord(&t).heal(&mut c, 1).unwrap();
+    ord(&t).rebalance(&mut c, 1).unwrap();
     let rows = sound(&mut c, &t, one);
     assert_eq!(
         rows.iter().map(|r| r.id).collect::<Vec<_>>(),

@@ -41,7 +41,9 @@ fn uuid_cards<C, M>(
     let mut ids = Vec::new();
     for (n, title) in ["a", "b", "c"].iter().enumerate() {
         let id = card_id(n as u128 + 1);
-        let made = M::insert_last(c, b1, |c, slot| insert(c, id, title, &slot)).unwrap();
+        let made = untyped::<M>()
+            .insert_last(c, b1, |c, slot| insert(c, id, title, &slot))
+            .unwrap();
         assert_eq!(made.value, id, "{engine}");
         assert_eq!(made.outcome.changes.rows[0].id, id, "{engine}");
         assert_eq!(made.outcome.changes.rows[0].parent, b1, "{engine}");
@@ -51,30 +53,40 @@ fn uuid_cards<C, M>(
 
     // one row per move; the app's own query sees the order
     assert_eq!(
-        M::move_before(c, cc, a).unwrap().rows_written,
+        untyped::<M>().move_before(c, cc, a).unwrap().rows_written,
         1,
         "{engine}"
     );
     assert_eq!(titles(c, b1), ["c", "a", "b"], "{engine}");
-    let listed: Vec<ordered_diesel::Id> = M::list(c, b1).unwrap().iter().map(|r| r.id).collect();
+    let listed: Vec<ordered_diesel::Id> = untyped::<M>()
+        .list(c, b1)
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
     assert_eq!(listed, [cc, a, b], "{engine}");
-    assert_eq!(M::index_of(c, b).unwrap(), 2, "{engine}");
-    let between = M::insert_between(c, b1, Some(a.into()), Some(b.into()), |c, slot| {
-        insert(c, card_id(4), "d", &slot)
-    })
-    .unwrap();
+    assert_eq!(untyped::<M>().index_of(c, b).unwrap(), 2, "{engine}");
+    let between = untyped::<M>()
+        .insert_between(c, b1, Some(a.into()), Some(b.into()), |c, slot| {
+            insert(c, card_id(4), "d", &slot)
+        })
+        .unwrap();
     assert_eq!(between.value, card_id(4));
     assert_eq!(titles(c, b1), ["c", "a", "d", "b"], "{engine}");
 
     // between boards: both locked, the changes name the new board
-    let across = M::move_to_parent(c, a, b2, Placement::First).unwrap();
+    let across = untyped::<M>()
+        .move_to_parent(c, a, b2, Placement::First)
+        .unwrap();
     assert_eq!(across.changes.rows[0].parent, b2, "{engine}");
     assert_eq!(titles(c, b2), ["a"], "{engine}");
 
     // a stale drag is refused with the client's UUIDs
-    let stale = M::move_between(c, b, None, Some(a.into())).unwrap_err();
+    let stale = untyped::<M>()
+        .move_between(c, b, None, Some(a.into()))
+        .unwrap_err();
     assert_eq!(
-        stale.ordering(),
+        stale.refusal(),
         Some(&OrderingError::NotInCollection {
             id: a.into(),
             parent: b1.into()
@@ -82,7 +94,7 @@ fn uuid_cards<C, M>(
         "{engine}"
     );
     // a key of another type: refused before any statement, nothing changes
-    let wrong = M::move_to_start(c, 5).unwrap_err();
+    let wrong = untyped::<M>().move_to_start(c, 5).unwrap_err();
     assert!(
         matches!(
             wrong,
@@ -94,24 +106,24 @@ fn uuid_cards<C, M>(
         "{engine}: {wrong}"
     );
     assert!(matches!(
-        M::list(c, 1),
+        untyped::<M>().list(c, 1),
         Err(Error::Ordering(OrderingError::WrongKeyType { .. }))
     ));
     assert_eq!(titles(c, b1), ["c", "d", "b"], "{engine}");
 
     // an empty board still has its version; a missing one is named
-    let empty = M::ordering().list_versioned(c, board(3)).unwrap();
+    let empty = untyped::<M>().list_versioned(c, board(3)).unwrap();
     assert_eq!((empty.rows.len(), empty.version), (0, Some(0)), "{engine}");
-    let missing = M::ordering().list_versioned(c, board(9)).unwrap_err();
+    let missing = untyped::<M>().list_versioned(c, board(9)).unwrap_err();
     assert_eq!(
-        missing.ordering(),
+        missing.refusal(),
         Some(&OrderingError::ParentNotFound {
             parent: board(9).into()
         }),
         "{engine}"
     );
     for bd in [b1, b2] {
-        let report = M::verify(c, bd).unwrap();
+        let report = untyped::<M>().verify(c, bd).unwrap();
         assert!(report.is_ok(), "{engine}: {report:?}");
     }
 }
@@ -134,7 +146,9 @@ where
     for n in 0..24u128 {
         let b = if n % 2 == 0 { b1 } else { b2 };
         let id = card_id(n + 1);
-        M::insert_last(c, b, |c, slot| insert(c, id, "x", &slot)).unwrap();
+        untyped::<M>()
+            .insert_last(c, b, |c, slot| insert(c, id, "x", &slot))
+            .unwrap();
         cards.push(id);
     }
     let anchor = cards[0];
@@ -152,11 +166,14 @@ where
                     let card = cards[1 + (x % (cards.len() as u64 - 1)) as usize];
                     let r = match x % 3 {
                         // into the hot gap after the anchor, wherever the card is
-                        0 => {
-                            M::move_to_parent(&mut conn, card, b1, Placement::After(anchor.into()))
-                        }
-                        1 => M::move_to_parent(&mut conn, card, b2, Placement::First),
-                        _ => M::move_to_end(&mut conn, card),
+                        0 => untyped::<M>().move_to_parent(
+                            &mut conn,
+                            card,
+                            b1,
+                            Placement::After(anchor.into()),
+                        ),
+                        1 => untyped::<M>().move_to_parent(&mut conn, card, b2, Placement::First),
+                        _ => untyped::<M>().move_to_end(&mut conn, card),
                     };
                     match r {
                         Ok(_) => {}
@@ -176,12 +193,12 @@ where
     );
     let mut seen: Vec<ordered_diesel::Id> = Vec::new();
     for b in [b1, b2] {
-        let report = M::verify(c, b).unwrap();
+        let report = untyped::<M>().verify(c, b).unwrap();
         assert!(report.is_ok(), "{engine}: {report:?}");
-        seen.extend(M::list(c, b).unwrap().iter().map(|r| r.id));
+        seen.extend(untyped::<M>().list(c, b).unwrap().iter().map(|r| r.id));
     }
     assert_eq!(
-        M::list(c, b1).unwrap()[0].id,
+        untyped::<M>().list(c, b1).unwrap()[0].id,
         anchor,
         "{engine}: the anchor stays first"
     );

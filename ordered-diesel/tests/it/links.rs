@@ -33,7 +33,7 @@ pub struct Entry {
 
 macro_rules! insert_fn {
     ($name:ident, $conn:ty) => {
-        fn $name(c: &mut $conn, track: i64, slot: &Slot) -> QueryResult<Id> {
+        fn $name(c: &mut $conn, track: i64, slot: &Slot) -> QueryResult<(i64, i64)> {
             let playlist: i64 = slot.scope()?;
             diesel::insert_into(d_link_entries::table)
                 .values((
@@ -44,7 +44,7 @@ macro_rules! insert_fn {
                 .execute(c)?;
             // the link's id: its playlist and its track
             slot.inserted_id((playlist, track));
-            Ok(Id::from((playlist, track)))
+            Ok((playlist, track))
         }
     };
 }
@@ -53,7 +53,7 @@ insert_fn!(insert_pg, diesel::PgConnection);
 #[cfg(feature = "mysql")]
 insert_fn!(insert_mysql, diesel::MysqlConnection);
 
-type Insert<C> = fn(&mut C, i64, &Slot) -> QueryResult<Id>;
+type Insert<C> = fn(&mut C, i64, &Slot) -> QueryResult<(i64, i64)>;
 
 fn entries<C: TestConn>(c: &mut C, insert: Insert<C>) {
     let engine = C::name();
@@ -77,8 +77,9 @@ fn entries<C: TestConn>(c: &mut C, insert: Insert<C>) {
             q("id")
         ));
     }
-    let link = |p: i64, t: i64| Id::from((p, t));
-    let ids = |c: &mut C, p: i64| -> Vec<Id> {
+    // a link's key in the model's own type: its playlist and its track
+    let link = |p: i64, t: i64| (p, t);
+    let ids = |c: &mut C, p: i64| -> Vec<(i64, i64)> {
         Entry::list(c, p).unwrap().iter().map(|r| r.id).collect()
     };
     // tracks 10 20 30 in playlist 1; 30 and 10 in playlist 2
@@ -109,18 +110,18 @@ fn entries<C: TestConn>(c: &mut C, insert: Insert<C>) {
     // a link to another playlist
     let e = Entry::move_after(c, link(1, 20), link(2, 30)).unwrap_err();
     assert!(
-        matches!(e.ordering(), Some(OrderingError::NotInCollection { .. })),
+        matches!(e.refusal(), Some(OrderingError::NotInCollection { .. })),
         "{engine}: {e}"
     );
-    let e = Entry::move_to_end(c, Id::from(20)).unwrap_err();
+    let e = untyped::<Entry>().move_to_end(c, Id::from(20)).unwrap_err();
     assert!(
-        matches!(e.ordering(), Some(OrderingError::WrongLinkKey { .. })),
+        matches!(e.refusal(), Some(OrderingError::WrongLinkKey { .. })),
         "{engine}: {e}"
     );
     assert_eq!(e.code(), "wrong_link_key");
     let e = Entry::move_to_parent(c, link(1, 20), 2, Placement::Last).unwrap_err();
     assert!(
-        matches!(e.ordering(), Some(OrderingError::InvalidRequest(_))),
+        matches!(e.refusal(), Some(OrderingError::InvalidRequest(_))),
         "{engine}: {e}"
     );
 

@@ -203,7 +203,7 @@ fn changes_list_relabels_and_summarise_above_the_limit<C: TestConn>(_: ()) {
     assert_eq!(relabel.changes.versions.len(), 1);
     assert_eq!(
         relabel.version,
-        relabel.changes.version_of(ordered_diesel::Id::Int(1))
+        relabel.changes.version_of(&ordered_diesel::Id::Int(1))
     );
 
     // a cross-collection move reports the item in its new collection and both versions
@@ -267,7 +267,7 @@ fn versioned_read<C: TestConn>(_: ()) {
     );
     let missing = ord(&t).list_versioned(&mut c, 99).unwrap_err();
     assert_eq!(
-        missing.ordering(),
+        missing.refusal(),
         Some(&OrderingError::ParentNotFound {
             parent: ordered_diesel::Id::Int(99)
         })
@@ -518,7 +518,7 @@ fn a_move_that_waited_for_its_lock_follows_the_item<C: TestConn>(_: ()) {
     let db = t.db.clone();
     let mover = std::thread::spawn(move || {
         let mut m = C::open(&db);
-        ordered_diesel::Ordering::new(spec).apply(
+        ordered_diesel::OrderedTable::new(spec).apply(
             &mut m,
             Request::Move {
                 item: x,

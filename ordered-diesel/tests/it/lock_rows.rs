@@ -16,7 +16,7 @@ use crate::common::*;
 
 use std::sync::{Barrier, Mutex};
 
-use ordered_diesel::{Gapped, Id, Ordering, RebalancePolicy, RetryPolicy, Spec};
+use ordered_diesel::{Gapped, Id, OrderedTable, RebalancePolicy, RetryPolicy, Spec};
 
 static GAP64: Gapped = Gapped::new(64);
 
@@ -53,7 +53,7 @@ fn race<C: TestConn>() {
                 let (t, writes, first, start) = (&t, &writes, &first, &start);
                 s.spawn(move || {
                     let mut conn = C::open(&t.db);
-                    let o = Ordering::new(t.spec).retry(policy);
+                    let o = OrderedTable::new(t.spec).retry(policy);
                     start.wait();
                     for i in 0..EACH {
                         let title = format!("w{w}-{i}");

@@ -19,7 +19,7 @@ use std::sync::Barrier;
 
 use diesel::prelude::*;
 use ordered_diesel::migrations::{create_lock_table, create_table};
-use ordered_diesel::{Id, NullScope, Ordered, OrderedDsl, OrderingError, Placement, Slot, Status};
+use ordered_diesel::{Id, NullScope, Ordered, OrderingError, Placement, Slot, Status};
 
 diesel::table! { d_tree_nodes (id) { id -> BigInt, parent_id -> Nullable<BigInt>, title -> Text, position -> BigInt, } }
 
@@ -79,7 +79,8 @@ fn migrate<C: TestConn>(c: &mut C) {
 
 /// The ids of a list, in order.
 fn ids<C: TestConn>(c: &mut C, parent: impl Into<Id>) -> Vec<Id> {
-    Node::list(c, parent)
+    untyped::<Node>()
+        .list(c, parent)
         .unwrap()
         .iter()
         .map(|r| r.id)
@@ -99,7 +100,9 @@ fn shapes<C: TestConn>(c: &mut C, insert: Insert<C>) {
         (3, "c", Some(1)),
         (4, "d", Some(3)),
     ] {
-        let made = Node::insert_last(c, parent, |c, slot| insert(c, id, title, &slot)).unwrap();
+        let made = untyped::<Node>()
+            .insert_last(c, parent, |c, slot| insert(c, id, title, &slot))
+            .unwrap();
         assert_eq!(made.outcome.changes.rows[0].parent, Id::from(parent));
     }
     assert_eq!(ids(c, root), [1, 2], "{engine}");
@@ -108,9 +111,11 @@ fn shapes<C: TestConn>(c: &mut C, insert: Insert<C>) {
 
     // a under its own grandchild, and under itself: refused, nothing changes
     for target in [4, 1] {
-        let e = Node::move_to_parent(c, 1, target, Placement::Last).unwrap_err();
+        let e = untyped::<Node>()
+            .move_to_parent(c, 1, target, Placement::Last)
+            .unwrap_err();
         assert_eq!(
-            e.ordering(),
+            e.refusal(),
             Some(&OrderingError::WouldCycle {
                 id: 1.into(),
                 parent: target.into()
@@ -123,38 +128,48 @@ fn shapes<C: TestConn>(c: &mut C, insert: Insert<C>) {
     assert_eq!(ids(c, root), [1, 2], "{engine}");
     assert_eq!(ids(c, 3), [4], "{engine}");
     // under a node that does not exist
-    let e = Node::move_to_parent(c, 2, 99, Placement::Last).unwrap_err();
+    let e = untyped::<Node>()
+        .move_to_parent(c, 2, 99, Placement::Last)
+        .unwrap_err();
     assert!(
-        matches!(e.ordering(), Some(OrderingError::ParentNotFound { .. })),
+        matches!(e.refusal(), Some(OrderingError::ParentNotFound { .. })),
         "{engine}: {e}"
     );
-    let e = Node::insert_last(c, Some(99), |c, slot| insert(c, 9, "x", &slot)).unwrap_err();
+    let e = untyped::<Node>()
+        .insert_last(c, Some(99), |c, slot| insert(c, 9, "x", &slot))
+        .unwrap_err();
     assert!(
-        matches!(e.ordering(), Some(OrderingError::ParentNotFound { .. })),
+        matches!(e.refusal(), Some(OrderingError::ParentNotFound { .. })),
         "{engine}: {e}"
     );
 
     // d to the root, before b; then a below d: no longer a cycle
-    Node::move_to_parent(c, 4, root, Placement::Before(2.into())).unwrap();
+    untyped::<Node>()
+        .move_to_parent(c, 4, root, Placement::Before(2.into()))
+        .unwrap();
     assert_eq!(ids(c, root), [1, 4, 2], "{engine}");
-    let moved = Node::move_to_parent(c, 1, 4, Placement::First).unwrap();
+    let moved = untyped::<Node>()
+        .move_to_parent(c, 1, 4, Placement::First)
+        .unwrap();
     assert_eq!(moved.rows_written, 1, "{engine}");
     assert_eq!(ids(c, root), [4, 2], "{engine}");
     assert_eq!(ids(c, 4), [1], "{engine}");
     assert_eq!(ids(c, 1), [3], "{engine}");
     // within a list below the root: one row, one lock (not the root's)
-    Node::insert_last(c, Some(1), |c, slot| insert(c, 5, "e", &slot)).unwrap();
-    let within = Node::move_to_start(c, 5).unwrap();
+    untyped::<Node>()
+        .insert_last(c, Some(1), |c, slot| insert(c, 5, "e", &slot))
+        .unwrap();
+    let within = untyped::<Node>().move_to_start(c, 5).unwrap();
     assert_eq!(within.rows_written, 1, "{engine}");
     assert_eq!(within.changes.versions.len(), 1, "{engine}");
     assert_eq!(within.changes.versions[0].parent, Id::from(1), "{engine}");
     assert_eq!(ids(c, 1), [5, 3], "{engine}");
     // the root list reads and versions like any other
-    let listed = Node::ordering().list_versioned(c, root).unwrap();
+    let listed = untyped::<Node>().list_versioned(c, root).unwrap();
     assert_eq!(listed.rows.len(), 2, "{engine}");
     assert!(listed.version.is_some_and(|v| v > 0), "{engine}");
     for p in [Id::ROOT, 1.into(), 3.into(), 4.into()] {
-        let report = Node::verify(c, p).unwrap();
+        let report = untyped::<Node>().verify(c, p).unwrap();
         assert!(report.is_ok(), "{engine}: {report:?}");
     }
 }
@@ -173,13 +188,17 @@ fn race<C: TestConn>(c: &mut C, insert: Insert<C>) {
         (x, "x", Some(p)),
         (y, "y", Some(q)),
     ] {
-        Node::insert_last(c, parent, |c, slot| insert(c, id, t, &slot)).unwrap();
+        untyped::<Node>()
+            .insert_last(c, parent, |c, slot| insert(c, id, t, &slot))
+            .unwrap();
     }
     let mut wins = [0usize; 2];
     for round in 0..ROUNDS {
         // X back below P, Y below Q
         for (id, parent) in [(x, p), (y, q)] {
-            Node::move_to_parent(c, id, parent, Placement::Last).unwrap();
+            untyped::<Node>()
+                .move_to_parent(c, id, parent, Placement::Last)
+                .unwrap();
         }
         let start = Barrier::new(2);
         let results: Vec<Result<(), OrderingError>> = std::thread::scope(|s| {
@@ -190,10 +209,15 @@ fn race<C: TestConn>(c: &mut C, insert: Insert<C>) {
                     s.spawn(move || {
                         let mut conn = C::open("tree");
                         start.wait();
-                        match Node::move_to_parent(&mut conn, item, under, Placement::Last) {
+                        match untyped::<Node>().move_to_parent(
+                            &mut conn,
+                            item,
+                            under,
+                            Placement::Last,
+                        ) {
                             Ok(_) => Ok(()),
                             Err(e) => Err(e
-                                .ordering()
+                                .refusal()
                                 .cloned()
                                 .unwrap_or_else(|| panic!("{engine}: {e}"))),
                         }

@@ -96,7 +96,7 @@ fn b6<C: TestConn>(_: ()) {
             .insert_after(&mut c, 1, 999, |c, s| c.insert_item(&t, "x", &s))
             .unwrap_err();
         assert_eq!(
-            e.ordering(),
+            e.refusal(),
             Some(&OrderingError::NotFound {
                 id: ordered_diesel::Id::Int(999)
             })

@@ -746,7 +746,7 @@ fn c6<C: TestConn>(_: ()) {
             match r {
                 Ok(o) => tally.outcome(&o),
                 Err(e) => {
-                    if let Some(OrderingError::NotFound { id }) = e.ordering() {
+                    if let Some(OrderingError::NotFound { id }) = e.refusal() {
                         not_found.lock().unwrap().push(*id);
                     }
                     tally.error(&e);
@@ -803,10 +803,14 @@ fn s5<C: TestConn>(_: ()) {
             RebalancePolicy::Window,
             &[ordered_diesel::Id::Int(1)],
         );
+        let x = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "x");
         let a = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "a");
         let b = add(&mut c, &t, ordered_diesel::Id::Int(1), Placement::Last, "b");
         let mut tally = Tally::default();
         for round in 0..30 {
+            // neither racer is first, so both moves write (a move to where the item
+            // already is writes nothing and refuses nobody)
+            ord(&t).move_to_start(&mut c, x).unwrap();
             let v = version(&mut c, &t, ordered_diesel::Id::Int(1));
             let results: Vec<(Result<ordered_diesel::Outcome, Error>, u64)> =
                 std::thread::scope(|s| {
@@ -838,7 +842,7 @@ fn s5<C: TestConn>(_: ()) {
                 .iter()
                 .filter(|r| {
                     matches!(
-                        r.as_ref().err().and_then(Error::ordering),
+                        r.as_ref().err().and_then(Error::refusal),
                         Some(OrderingError::VersionConflict { .. })
                     )
                 })

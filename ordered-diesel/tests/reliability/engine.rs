@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use diesel::connection::{InstrumentationEvent, SimpleConnection};
 use ordered_core::adapter::sql::{Returns, Statement};
 use ordered_diesel::{
-    Dialect, Error, Ordering, OrderingError, Placement, RebalancePolicy, RetryPolicy, Spec,
+    Dialect, Error, OrderedTable, OrderingError, Placement, RebalancePolicy, RetryPolicy, Spec,
 };
 
 use crate::common::*;
@@ -458,12 +458,12 @@ fn e4<C: TestConn>(_: ()) {
             q("position"),
         ));
         let spec = t.spec.with_table(table);
-        let o = Ordering::new(spec);
+        let o = OrderedTable::new(spec);
         let err = o
             .check_key_order(&mut c)
             .expect_err("the probe passed a wrong collation");
         assert!(
-            matches!(err.ordering(), Some(OrderingError::KeyCollation { .. })),
+            matches!(err.refusal(), Some(OrderingError::KeyCollation { .. })),
             "E4 {} {name}: {err}",
             C::name()
         );
@@ -619,7 +619,7 @@ fn e5<C: TestConn>(_: ()) {
             })
             .expect_err("E5: a duplicate at commit was accepted");
         assert!(
-            matches!(err.ordering(), Some(OrderingError::Inconsistent(_))),
+            matches!(err.refusal(), Some(OrderingError::Inconsistent(_))),
             "E5 immediate={immediate}: {err:?}"
         );
         assert_eq!(calls, 2, "E5: a duplicate position is retried exactly once");

@@ -160,6 +160,10 @@ impl Tally {
         *self.errors.entry(kind(e)).or_default() += 1;
     }
     pub fn outcome(&mut self, o: &ordered_diesel::Outcome) {
+        // a move to where the item already was: nothing committed
+        if o.unchanged {
+            return;
+        }
         self.commits += 1;
         self.retries += u64::from(o.attempts.saturating_sub(1));
         self.relabels += u64::from(o.relabelled > 0);

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use ordered_core::adapter::sql::{Returns, quote};
 use ordered_diesel::__private::{Reply, Request, Statement};
-use ordered_diesel::{Dialect, Id, Ordering, Placement, Spec};
+use ordered_diesel::{Dialect, Id, OrderedTable, Placement, Spec};
 
 use crate::common::*;
 
@@ -101,7 +101,7 @@ fn entry_stmt(d: Dialect, req: &Request, new_id: &str) -> Statement {
 }
 
 /// The library with the ops log on.
-pub fn olog(t: &Tables) -> Ordering {
+pub fn olog(t: &Tables) -> OrderedTable {
     ord(t).with_final_statement(log_stmt)
 }
 

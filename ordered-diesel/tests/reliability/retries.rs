@@ -209,7 +209,7 @@ fn r1<C: TestConn>(_: ()) {
             })
             .expect_err("an injected duplicate passed");
         assert!(
-            matches!(e.ordering(), Some(OrderingError::Inconsistent(_))),
+            matches!(e.refusal(), Some(OrderingError::Inconsistent(_))),
             "R1 23505: {e:?}"
         );
         assert_eq!(calls, 2, "R1 23505: retried other than once");
@@ -224,7 +224,7 @@ fn r1<C: TestConn>(_: ()) {
         .move_to_start(&mut c, a)
         .expect_err("a wrong version passed");
     assert!(matches!(
-        e.ordering(),
+        e.refusal(),
         Some(OrderingError::VersionConflict { .. })
     ));
     let begins = log
@@ -421,7 +421,7 @@ fn r2<C: TestConn>(_: ()) {
         match (&again, applied) {
             (Err(e), true) => {
                 assert!(
-                    matches!(e.ordering(), Some(OrderingError::AlreadyApplied { .. })),
+                    matches!(e.refusal(), Some(OrderingError::AlreadyApplied { .. })),
                     "{label}: {e:?}"
                 );
                 tally.error(e);

@@ -33,7 +33,7 @@ fn refused<C: TestConn>(
         &[ordered_diesel::Id::Int(1), ordered_diesel::Id::Int(2)],
     );
     let err = r.expect_err(label);
-    assert_eq!(err.ordering(), Some(want), "{label}: {err}");
+    assert_eq!(err.refusal(), Some(want), "{label}: {err}");
     assert!(!err.is_retryable(), "{label}");
     assert!(
         read_log(c).is_empty(),

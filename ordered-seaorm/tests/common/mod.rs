@@ -10,7 +10,7 @@
 
 use ordered_core::adapter::sql;
 use ordered_seaorm::{
-    Dialect, Fractional, Gapped, Id, Ordering, Placement, Position, PositionStrategy,
+    Dialect, Fractional, Gapped, Id, OrderedTable, Placement, Position, PositionStrategy,
     RebalancePolicy, Slot, Spec, dialect,
 };
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, DbErr, Statement};
@@ -186,7 +186,7 @@ pub async fn add(
     at: Placement,
     title: &str,
 ) -> Id {
-    let o = Ordering::new(spec);
+    let o = OrderedTable::new(spec);
     let f = inserter(spec, title.to_owned());
     let r = match at {
         Placement::First => o.insert_first(db, parent, f).await,
@@ -200,7 +200,7 @@ pub async fn add(
 }
 
 pub async fn ids(db: &impl ConnectionTrait, spec: Spec, parent: Id) -> Vec<Id> {
-    Ordering::new(spec)
+    OrderedTable::new(spec)
         .list(db, parent)
         .await
         .unwrap()
@@ -210,8 +210,8 @@ pub async fn ids(db: &impl ConnectionTrait, spec: Spec, parent: Id) -> Vec<Id> {
 }
 
 pub async fn sound(db: &DatabaseConnection, spec: Spec, parent: Id) -> Vec<ordered_seaorm::Row> {
-    let rows = Ordering::new(spec).list(db, parent).await.unwrap();
-    let report = Ordering::new(spec).verify(db, parent).await.unwrap();
+    let rows = OrderedTable::new(spec).list(db, parent).await.unwrap();
+    let report = OrderedTable::new(spec).verify(db, parent).await.unwrap();
     assert!(report.is_ok(), "{report:?}");
     assert!(rows.windows(2).all(|w| w[0].position < w[1].position));
     rows

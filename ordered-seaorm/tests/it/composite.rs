@@ -89,7 +89,7 @@ async fn cards_per_board_and_status_on_every_engine() {
         let spec = card::Entity::spec();
         assert_eq!(spec.split_by, CARDS.split_by, "{engine}");
         assert_eq!(spec.unique_name(), CARDS.unique_name(), "{engine}");
-        let cards = card::Entity::ordering();
+        let cards = card::Entity::ordered().untyped();
         let (b1, b2) = (board(1), board(2));
         let (todo, done) = (list(b1, "todo"), list(b1, "done"));
 
@@ -138,7 +138,7 @@ async fn cards_per_board_and_status_on_every_engine() {
             .await
             .unwrap_err();
         assert_eq!(
-            other.ordering(),
+            other.refusal(),
             Some(&OrderingError::NotInCollection {
                 id: a.into(),
                 parent: todo
@@ -150,7 +150,7 @@ async fn cards_per_board_and_status_on_every_engine() {
             .await
             .unwrap_err();
         assert!(
-            matches!(bare.ordering(), Some(OrderingError::WrongScope { .. })),
+            matches!(bare.refusal(), Some(OrderingError::WrongScope { .. })),
             "{engine}: {bare}"
         );
         let listed: Vec<Id> = cards

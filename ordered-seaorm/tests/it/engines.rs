@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use ordered_core::adapter::sql;
 use ordered_seaorm::migration::{Backfill, add_ordering, adopt_ordering, drop_ordering};
 use ordered_seaorm::{
-    Error, Id, OrderedEntity, Ordering, OrderingError, Placement, Position, PositionStrategy,
+    Error, Id, OrderedEntity, OrderedTable, OrderingError, Placement, Position, PositionStrategy,
     RebalancePolicy, dialect,
 };
 use sea_orm::{DbBackend, TransactionTrait};
@@ -91,7 +91,8 @@ async fn derived_entity_playlist_scenario() {
         .await;
         let mut made = BTreeMap::new();
         for title in ["Intro", "Demo", "Credits"] {
-            let m = track::Entity::ordering()
+            let m = track::Entity::ordered()
+                .untyped()
                 .insert_last(&db, ordered_seaorm::Id::Int(1), |txn, slot| {
                     Box::pin(async move {
                         track::ActiveModel {
@@ -109,7 +110,7 @@ async fn derived_entity_playlist_scenario() {
                 .value;
             made.insert(title, m.id);
         }
-        let o = track::Entity::ordering();
+        let o = track::Entity::ordered().untyped();
         let moved = o
             .move_before(
                 &db,
@@ -156,10 +157,7 @@ async fn derived_entity_playlist_scenario() {
             .await
             .unwrap_err();
         assert!(
-            matches!(
-                stale.ordering(),
-                Some(OrderingError::StaleNeighbours { .. })
-            ),
+            matches!(stale.refusal(), Some(OrderingError::StaleNeighbours { .. })),
             "{engine}: {stale}"
         );
         o.rebalance(&db, ordered_seaorm::Id::Int(1)).await.unwrap();
@@ -188,7 +186,7 @@ async fn every_operation_and_stale_requests() {
                 &[ordered_seaorm::Id::Int(1), ordered_seaorm::Id::Int(2)],
             )
             .await;
-            let o = Ordering::new(spec);
+            let o = OrderedTable::new(spec);
             let a = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "a").await;
             let b = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::First, "b").await;
             let d = add(
@@ -302,7 +300,7 @@ async fn every_operation_and_stale_requests() {
             for (i, (got, want)) in cases.into_iter().enumerate() {
                 let err = got.expect_err("must fail");
                 assert_eq!(
-                    err.ordering(),
+                    err.refusal(),
                     Some(&want),
                     "{engine} {sname} case {i}: {err}"
                 );
@@ -312,7 +310,7 @@ async fn every_operation_and_stale_requests() {
                 .await
                 .unwrap_err();
             assert_eq!(
-                missing.ordering(),
+                missing.refusal(),
                 Some(&OrderingError::ParentNotFound {
                     parent: ordered_seaorm::Id::Int(77)
                 })
@@ -358,7 +356,8 @@ async fn eight_tasks_hundred_moves_into_one_gap() {
                         x ^= x >> 7;
                         x ^= x << 17;
                         let item = items[1 + (x % (items.len() as u64 - 1)) as usize];
-                        let kind = match Ordering::new(spec).move_after(&db, item, anchor).await {
+                        let kind = match OrderedTable::new(spec).move_after(&db, item, anchor).await
+                        {
                             Ok(_) => "ok",
                             Err(Error::RetriesExhausted { .. }) => "retries exhausted",
                             Err(e) => panic!("unexpected {e}"),
@@ -453,7 +452,7 @@ async fn schema_manager_migrations_up_down_up() {
                 "{engine} {sname}"
             );
             sound(&db, spec, ordered_seaorm::Id::Int(1)).await;
-            Ordering::new(spec)
+            OrderedTable::new(spec)
                 .move_to_start(&db, ordered_seaorm::Id::Int(3))
                 .await
                 .unwrap();
@@ -503,12 +502,15 @@ async fn inside_the_callers_transaction() {
         let a = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "a").await;
         let b = add(&db, spec, ordered_seaorm::Id::Int(1), Placement::Last, "b").await;
         let txn = db.begin().await.unwrap();
-        Ordering::new(spec).move_to_start(&txn, b).await.unwrap();
+        OrderedTable::new(spec)
+            .move_to_start(&txn, b)
+            .await
+            .unwrap();
         assert_eq!(ids(&txn, spec, ordered_seaorm::Id::Int(1)).await, [b, a]);
         // a refusal leaves the caller's transaction usable
-        let e = Ordering::new(spec).swap(&txn, a, a).await.unwrap_err();
+        let e = OrderedTable::new(spec).swap(&txn, a, a).await.unwrap_err();
         assert!(matches!(
-            e.ordering(),
+            e.refusal(),
             Some(OrderingError::SelfReference { .. })
         ));
         txn.rollback().await.unwrap();
@@ -518,7 +520,10 @@ async fn inside_the_callers_transaction() {
             "{engine}"
         );
         let txn = db.begin().await.unwrap();
-        Ordering::new(spec).move_to_start(&txn, b).await.unwrap();
+        OrderedTable::new(spec)
+            .move_to_start(&txn, b)
+            .await
+            .unwrap();
         txn.commit().await.unwrap();
         assert_eq!(
             ids(&db, spec, ordered_seaorm::Id::Int(1)).await,

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::common::*;
-use ordered_seaorm::{Error, Ordering, Placement, RebalancePolicy};
+use ordered_seaorm::{Error, OrderedTable, Placement, RebalancePolicy};
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement, TransactionTrait};
 
 async fn own_id(db: &impl ConnectionTrait, engine: &str) -> i64 {
@@ -58,7 +58,7 @@ async fn lost_connections_are_replaced_or_reported() {
         let pool = single_connection(&url).await;
         let id = own_id(&pool, engine).await;
         kill(&db, engine, id).await;
-        Ordering::new(spec)
+        OrderedTable::new(spec)
             .move_to_start(&pool, b)
             .await
             .unwrap_or_else(|e| panic!("{engine}: {e:?}"));
@@ -73,7 +73,7 @@ async fn lost_connections_are_replaced_or_reported() {
         let txn = pool.begin().await.unwrap();
         let id = own_id(&txn, engine).await;
         kill(&db, engine, id).await;
-        let err = Ordering::new(spec)
+        let err = OrderedTable::new(spec)
             .move_to_start(&txn, a)
             .await
             .unwrap_err();
@@ -89,7 +89,10 @@ async fn lost_connections_are_replaced_or_reported() {
             "{engine}: something was applied"
         );
         // and the pool serves the retry on a new connection
-        Ordering::new(spec).move_to_start(&pool, a).await.unwrap();
+        OrderedTable::new(spec)
+            .move_to_start(&pool, a)
+            .await
+            .unwrap();
         assert_eq!(ids(&db, spec, ordered_seaorm::Id::Int(1)).await, [a, b]);
     }
 }

@@ -14,7 +14,7 @@ use crate::common::*;
 use ordered_core::adapter::sql::Returns;
 use ordered_seaorm::__private::{Request, Statement as CoreStatement};
 use ordered_seaorm::{
-    Dialect, Error, Id, Ordering, OrderingError, Placement, RebalancePolicy, Spec,
+    Dialect, Error, Id, OrderedTable, OrderingError, Placement, RebalancePolicy, Spec,
 };
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement};
 
@@ -55,12 +55,12 @@ async fn a_spec_without_a_version_column_is_refused_on_a_node() {
     let spec = spec_for("gal_nover", &GAPPED, RebalancePolicy::Window);
     reset(&db, &spec, &[ordered_seaorm::Id::Int(1)]).await;
     let bare = spec.without_version();
-    let err = Ordering::new(bare)
+    let err = OrderedTable::new(bare)
         .insert_last(&db, ordered_seaorm::Id::Int(1), inserter(bare, "a".into()))
         .await
         .unwrap_err();
     assert_eq!(
-        err.ordering(),
+        err.refusal(),
         Some(&OrderingError::VersionColumnRequired {
             table: "s_gal_nover_i".into()
         }),
@@ -115,7 +115,7 @@ async fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() 
         let seeded = seeded.clone();
         tasks.push(tokio::spawn(async move {
             let db = node(&url).await;
-            let o = Ordering::new(spec).with_final_statement(log_version);
+            let o = OrderedTable::new(spec).with_final_statement(log_version);
             let mut rng = 0x2545_F491_4F6C_DD1D_u64 ^ (w as u64 + 7);
             let mut ok = Vec::new();
             let mut errors: BTreeMap<String, usize> = BTreeMap::new();
@@ -138,16 +138,19 @@ async fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() 
                             i.outcome.version.unwrap(),
                             Some(i.value),
                             i.outcome.attempts,
+                            false,
                         )
                     })
                 } else {
                     let item = seeded[(a + 1 + (rng >> 8) as usize % 31) % 32];
                     o.move_before(&db, item, anchor)
                         .await
-                        .map(|o| (o.version.unwrap(), None, o.attempts))
+                        .map(|o| (o.version.unwrap(), None, o.attempts, o.unchanged))
                 };
                 match r {
-                    Ok(v) => ok.push(v),
+                    // a move to where the item already was: nothing committed
+                    Ok((_, _, _, true)) => {}
+                    Ok((v, id, attempts, false)) => ok.push((v, id, attempts)),
                     Err(e) => {
                         let key = match &e {
                             Error::Ordering(o) => format!("{o:?}")
@@ -175,7 +178,7 @@ async fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() 
         }
     }
     let elapsed = started.elapsed();
-    let rows = Ordering::new(spec).list(&db, 1).await.unwrap();
+    let rows = OrderedTable::new(spec).list(&db, 1).await.unwrap();
     let present: BTreeSet<Id> = rows.iter().map(|r| r.id).collect();
     let final_version = count(
         &db,
@@ -218,12 +221,12 @@ async fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() 
     let partial = errors.get("PartiallyApplied").copied().unwrap_or(0);
     assert!(escaped <= partial, "{escaped} escaped, {partial} reported");
     if partial > 0 {
-        Ordering::new(spec)
-            .heal(&db, ordered_seaorm::Id::Int(1))
+        OrderedTable::new(spec)
+            .rebalance(&db, ordered_seaorm::Id::Int(1))
             .await
             .unwrap();
     }
-    let report = Ordering::new(spec).verify(&db, 1).await.unwrap();
+    let report = OrderedTable::new(spec).verify(&db, 1).await.unwrap();
     assert!(report.is_ok(), "{report:?}");
     let retried = ok.iter().filter(|o| o.2 > 1).count();
     let most = ok.iter().map(|o| o.2).max().unwrap_or(0);

@@ -83,7 +83,7 @@ async fn uuid_keyed_cards_on_every_engine() {
             (spec.id_type, spec.parent_type),
             (KeyType::Uuid, KeyType::Uuid)
         );
-        let cards = card::Entity::ordering();
+        let cards = card::Entity::ordered().untyped();
         let (b1, b2) = (board(1), board(2));
 
         let mut ids = Vec::new();
@@ -128,7 +128,7 @@ async fn uuid_keyed_cards_on_every_engine() {
             .await
             .unwrap_err();
         assert_eq!(
-            stale.ordering(),
+            stale.refusal(),
             Some(&OrderingError::NotInCollection {
                 id: a.into(),
                 parent: b1.into()
@@ -158,7 +158,7 @@ async fn uuid_keyed_cards_on_every_engine() {
         assert_eq!((empty.rows.len(), empty.version), (0, Some(0)), "{engine}");
         let missing = cards.list_versioned(&db, board(9)).await.unwrap_err();
         assert_eq!(
-            missing.ordering(),
+            missing.refusal(),
             Some(&OrderingError::ParentNotFound {
                 parent: board(9).into()
             }),

@@ -71,7 +71,7 @@ async fn links_named_by_their_pair_on_every_engine() {
             ("track_id", "playlist_id"),
             "{engine}"
         );
-        let o = entry::Entity::ordering();
+        let o = entry::Entity::ordered().untyped();
         let link = |p: i64, t: i64| Id::from((p, t));
         for (p, t) in [(1, 10), (1, 20), (2, 10)] {
             let made = o
@@ -92,7 +92,7 @@ async fn links_named_by_their_pair_on_every_engine() {
             .await
             .unwrap_err();
         assert!(
-            matches!(e.ordering(), Some(OrderingError::InvalidRequest(_))),
+            matches!(e.refusal(), Some(OrderingError::InvalidRequest(_))),
             "{engine}: {e}"
         );
         o.remove(&db, link(1, 10)).await.unwrap();

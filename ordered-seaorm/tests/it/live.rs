@@ -103,7 +103,8 @@ async fn bump_to_top<E: OrderedEntity, C: OrderedConnection>(
     db: &C,
     item: i64,
 ) -> Result<u64, Error> {
-    Ok(E::ordering()
+    Ok(E::ordered()
+        .untyped()
         .move_to_start(db, ordered_seaorm::Id::Int(item))
         .await?
         .rows_written)
@@ -131,7 +132,7 @@ async fn a_live_board_on_every_engine() {
                 CARDS.version
             )
         );
-        let cards = card::Entity::ordering();
+        let cards = card::Entity::ordered().untyped();
 
         // the app's ActiveModel: the library sets the scope and the position
         let a = cards
@@ -326,7 +327,7 @@ async fn a_live_board_on_every_engine() {
         )
         .await;
         let plain =
-            ordered_seaorm::Ordering::new(Spec::new("live_plain", "column_id", "live_columns"));
+            ordered_seaorm::OrderedTable::new(Spec::new("live_plain", "column_id", "live_columns"));
         let e = plain.check_schema(&db).await.unwrap_err();
         assert_eq!(
             (e.code(), e.status()),
@@ -356,7 +357,7 @@ async fn a_deferred_sqlite_transaction_gets_a_typed_error_and_begin_avoids_it() 
     use sea_orm::TransactionTrait;
     let db = connect("sqlite", "", "live_deferred").await;
     migrate(&db).await;
-    let cards = card::Entity::ordering();
+    let cards = card::Entity::ordered().untyped();
     let a = cards
         .insert_model(&db, 1, Placement::Last, card("a"))
         .await

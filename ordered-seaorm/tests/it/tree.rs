@@ -75,7 +75,7 @@ async fn folders_in_a_tree_on_every_engine() {
         let spec = folder::Entity::spec();
         assert_eq!(spec.null_scope, NullScope::Tree, "{engine}");
         assert_eq!(spec.unique_name(), FOLDERS.unique_name(), "{engine}");
-        let folders = folder::Entity::ordering();
+        let folders = folder::Entity::ordered().untyped();
         let root = None::<i64>;
         for (id, name, parent) in [
             (1, "docs", root),
@@ -98,7 +98,7 @@ async fn folders_in_a_tree_on_every_engine() {
             .await
             .unwrap_err();
         assert_eq!(
-            e.ordering(),
+            e.refusal(),
             Some(&OrderingError::WouldCycle {
                 id: 1.into(),
                 parent: 4.into()
