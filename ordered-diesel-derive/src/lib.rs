@@ -613,36 +613,37 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
     // the keys in the model's own types: the fields' (an association table's key: its
     // scope fields and its own, a pair or triple; a table that is one list: `()`); a
     // column the model does not read is an `Id`
-    let field_ty = |c: &Ident| -> TokenStream2 {
+    let field_ty = |c: &Ident| -> Option<TokenStream2> {
         match &ast.data {
             Data::Struct(s) => s
                 .fields
                 .iter()
                 .find(|f| f.ident.as_ref() == Some(c))
-                .map_or_else(
-                    || quote!(::ordered_diesel::Id),
-                    |f| {
-                        let ty = &f.ty;
-                        quote!(#ty)
-                    },
-                ),
-            _ => quote!(::ordered_diesel::Id),
+                .map(|f| {
+                    let ty = &f.ty;
+                    quote!(#ty)
+                }),
+            _ => None,
+        }
+    };
+    // a key of several columns: the tuple of their fields' types, or `Id` when the model
+    // does not read one of them
+    let tuple_ty = |cols: &[Ident]| -> TokenStream2 {
+        match cols.iter().map(field_ty).collect::<Option<Vec<_>>>() {
+            Some(tys) => quote!((#(#tys),*)),
+            None => quote!(::ordered_diesel::Id),
         }
     };
     let key_ty = match &a.link_key {
-        Some(cols) => {
-            let tys = cols.iter().map(field_ty);
-            quote!((#(#tys),*))
-        }
-        None => field_ty(&id_ident),
+        Some(cols) => tuple_ty(cols),
+        None => field_ty(&id_ident).unwrap_or_else(|| quote!(::ordered_diesel::Id)),
     };
     let scope_ty = if global {
         quote!(())
     } else if split.is_empty() {
-        field_ty(&scope)
+        field_ty(&scope).unwrap_or_else(|| quote!(::ordered_diesel::Id))
     } else {
-        let tys = scopes.iter().map(field_ty);
-        quote!((#(#tys),*))
+        tuple_ty(&scopes)
     };
 
     let (impl_g, ty_g, where_c) = ast.generics.split_for_impl();

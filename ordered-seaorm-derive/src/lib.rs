@@ -335,21 +335,44 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
     };
     // the keys in the model's own types: an association row's is its list's and its
     // own; a table that is one list has `()` for its list
-    let key_ty = match (&id, link) {
-        (Some((_, own)), true) => {
-            let tys = scopes.iter().map(|(_, t)| t).chain(std::iter::once(own));
-            quote!((#(#tys),*))
+    // (a field of another type is refused by the `KeyField` check on that field; the
+    // keys are then `Id`, so that it is the one error)
+    let known = |ty: &syn::Type| {
+        let syn::Type::Path(p) = ty else { return false };
+        let Some(last) = p.path.segments.last() else {
+            return false;
+        };
+        match last.ident.to_string().as_str() {
+            "i64" | "i32" | "i16" | "String" | "Uuid" => true,
+            "Option" => match &last.arguments {
+                syn::PathArguments::AngleBracketed(a) => a.args.iter().all(|g| {
+                    matches!(g, syn::GenericArgument::Type(syn::Type::Path(t))
+                        if t.path.segments.last().is_some_and(|s| {
+                            matches!(s.ident.to_string().as_str(), "i64" | "i32" | "i16" | "String" | "Uuid")
+                        }))
+                }),
+                _ => false,
+            },
+            _ => false,
         }
-        (Some((_, ty)), false) => quote!(#ty),
+    };
+    let keys_of = |tys: Vec<&syn::Type>| -> TokenStream2 {
+        if !tys.iter().all(|t| known(t)) {
+            return quote!(::ordered_seaorm::Id);
+        }
+        match tys.as_slice() {
+            [one] => quote!(#one),
+            many => quote!((#(#many),*)),
+        }
+    };
+    let key_ty = match (&id, link) {
+        (Some((_, own)), true) => keys_of(scopes.iter().map(|(_, t)| t).chain([own]).collect()),
+        (Some((_, ty)), false) => keys_of(vec![ty]),
         (None, _) => quote!(::ordered_seaorm::Id),
     };
     let scope_key_ty = match scopes.as_slice() {
         [] => quote!(()),
-        [(_, one)] => quote!(#one),
-        many => {
-            let tys = many.iter().map(|(_, t)| t);
-            quote!((#(#tys),*))
-        }
+        many => keys_of(many.iter().map(|(_, t)| t).collect()),
     };
     let (id, id_type) = match id {
         Some((v, ty)) => (v, key_type(&ty)),
