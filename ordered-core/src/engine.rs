@@ -412,9 +412,60 @@ impl Settings {
     }
 }
 
+/// What every front's `OrderedTable<K = Id, P = Id>` (a struct with an `s: Settings`
+/// field and a `keys: PhantomData<fn() -> (K, P)>` marker) has besides its operations:
+/// `new` from a [`Spec`] (keys as [`Id`]s), `Clone` and `Debug` without bounds on the
+/// key types, the options ([`settings_options!`](crate::settings_options)) and
+/// `untyped`. One definition for Diesel sync, diesel-async and SeaORM; each front adds
+/// its own `of` (from its model trait).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! handle {
+    ($name:ident) => {
+        impl $name {
+            /// Operations on the table `spec` describes, with keys as [`Id`]s.
+            pub fn new(spec: $crate::Spec) -> Self {
+                $name {
+                    s: $crate::adapter::Settings::new(spec),
+                    keys: ::std::marker::PhantomData,
+                }
+            }
+        }
+
+        impl<K, P> ::std::clone::Clone for $name<K, P> {
+            fn clone(&self) -> Self {
+                $name {
+                    s: self.s,
+                    keys: ::std::marker::PhantomData,
+                }
+            }
+        }
+
+        impl<K, P> ::std::fmt::Debug for $name<K, P> {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("settings", &self.s)
+                    .finish()
+            }
+        }
+
+        impl<K: $crate::AppKey, P: $crate::AppKey> $name<K, P> {
+            $crate::settings_options!();
+
+            /// The same table and options with keys as [`Id`]s (generic code).
+            pub fn untyped(self) -> $name {
+                $name {
+                    s: self.s,
+                    keys: ::std::marker::PhantomData,
+                }
+            }
+        }
+    };
+}
+
 /// The options of an adapter's `OrderedTable` (a struct with an `s: Settings` field), one
-/// definition for every front (Diesel sync, diesel-async, SeaORM); each front adds its
-/// own `new` and `of`.
+/// definition for every front (Diesel sync, diesel-async, SeaORM), through
+/// [`handle!`](crate::handle).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! settings_options {

@@ -53,9 +53,7 @@ use std::pin::Pin;
 use diesel::result::{Error as DieselError, QueryResult};
 use ordered_core::adapter::{Feed, Finished, Io, Job, Protocol, Settings};
 use ordered_core::adapter::{Reply, Statement, Wire, sql};
-use ordered_core::{
-    AppKey, Changes, Dialect, Id, Inserted, Ordered, Outcome, Placement, Request, Spec,
-};
+use ordered_core::{AppKey, Changes, Dialect, Id, Inserted, Ordered, Outcome, Placement, Request};
 use tracing::Instrument;
 
 use crate::error::{Db, Result};

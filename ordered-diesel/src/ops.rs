@@ -7,7 +7,7 @@ use ordered_core::adapter::retry::is_connection_lost;
 use ordered_core::adapter::{Feed, Finished, Io, Job, Protocol, Settings, Wire};
 use std::marker::PhantomData;
 
-use ordered_core::{AppKey, Changes, Id, Inserted, Ordered, Outcome, Placement, Request, Spec};
+use ordered_core::{AppKey, Changes, Id, Inserted, Ordered, Outcome, Placement, Request};
 
 use crate::conn::OrderedConnection;
 use crate::error::{Db, Result};
@@ -34,54 +34,19 @@ pub struct OrderedTable<K = Id, P = Id> {
     pub(crate) keys: PhantomData<fn() -> (K, P)>,
 }
 
-/// The constructors and options of an `OrderedTable` (a struct with an `s: Settings`
-/// field and a `keys` marker): the sync one here and the async one in
-/// [`crate::async_diesel`].
+/// The constructors, options and common impls of an `OrderedTable` (a struct with an
+/// `s: Settings` field and a `keys` marker): [`ordered_core::handle!`] and `of` from a
+/// Diesel model, for the sync one here and the async one in [`crate::async_diesel`].
 macro_rules! settings_builders {
     ($name:ident) => {
-        impl $name {
-            /// Operations on the table `spec` describes, with keys as [`Id`]s.
-            pub fn new(spec: Spec) -> Self {
-                $name {
-                    s: Settings::new(spec),
-                    keys: std::marker::PhantomData,
-                }
-            }
+        ordered_core::handle!($name);
 
+        impl $name {
             /// Operations on the table of model `M` (`#[derive(Ordered)]`), with its
             /// key types.
             pub fn of<M: Ordered>() -> $name<M::Key, M::Scope> {
                 $name {
                     s: Settings::new(M::SPEC),
-                    keys: std::marker::PhantomData,
-                }
-            }
-        }
-
-        impl<K, P> Clone for $name<K, P> {
-            fn clone(&self) -> Self {
-                $name {
-                    s: self.s,
-                    keys: std::marker::PhantomData,
-                }
-            }
-        }
-
-        impl<K, P> std::fmt::Debug for $name<K, P> {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.debug_struct(stringify!($name))
-                    .field("settings", &self.s)
-                    .finish()
-            }
-        }
-
-        impl<K: AppKey, P: AppKey> $name<K, P> {
-            ordered_core::settings_options!();
-
-            /// The same table and options with keys as [`Id`]s (generic code).
-            pub fn untyped(self) -> $name {
-                $name {
-                    s: self.s,
                     keys: std::marker::PhantomData,
                 }
             }

@@ -10,7 +10,7 @@ use ordered_core::adapter::{Reply, Statement, Wire};
 use std::marker::PhantomData;
 
 use ordered_core::{
-    AppKey, Changes, Dialect, Id, Inserted, Outcome, Placement, Position, Request, Row, Spec,
+    AppKey, Changes, Dialect, Id, Inserted, Outcome, Placement, Position, Request, Row,
 };
 use sea_orm::{
     ActiveModelBehavior, ActiveModelTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr,
@@ -221,7 +221,7 @@ where
 
 /// Operations on one ordered table, with options. Build it from an entity with
 /// [`OrderedTable::of`] (or use the [`OrderedEntity`] methods, which take the defaults), or
-/// from a [`Spec`] built at run time with [`OrderedTable::new`].
+/// from a [`Spec`](crate::Spec) built at run time with [`OrderedTable::new`].
 ///
 /// Pass a `&DatabaseConnection` to let the library own the transaction (and retry), or
 /// a `&DatabaseTransaction` to run inside yours (a savepoint, no retries). SQLite
@@ -231,15 +231,9 @@ pub struct OrderedTable<K = Id, P = Id> {
     keys: PhantomData<fn() -> (K, P)>,
 }
 
-impl OrderedTable {
-    /// Operations on the table `spec` describes, with keys as [`Id`]s.
-    pub fn new(spec: Spec) -> Self {
-        OrderedTable {
-            s: Settings::new(spec),
-            keys: PhantomData,
-        }
-    }
+ordered_core::handle!(OrderedTable);
 
+impl OrderedTable {
     /// Operations on the table of entity `E`, in its key types.
     pub fn of<E: OrderedEntity>() -> OrderedTable<E::Key, E::Scope> {
         OrderedTable {
@@ -249,34 +243,7 @@ impl OrderedTable {
     }
 }
 
-impl<K, P> Clone for OrderedTable<K, P> {
-    fn clone(&self) -> Self {
-        OrderedTable {
-            s: self.s,
-            keys: PhantomData,
-        }
-    }
-}
-
-impl<K, P> std::fmt::Debug for OrderedTable<K, P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OrderedTable")
-            .field("settings", &self.s)
-            .finish()
-    }
-}
-
 impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
-    ordered_core::settings_options!();
-
-    /// The same table and options with keys as [`Id`]s (generic code).
-    pub fn untyped(self) -> OrderedTable {
-        OrderedTable {
-            s: self.s,
-            keys: PhantomData,
-        }
-    }
-
     /// Runs a write as one transaction, with retries when the library owns it, in the
     /// operation's span.
     async fn execute<C, T, F, H>(
