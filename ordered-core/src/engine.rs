@@ -528,8 +528,11 @@ macro_rules! settings_options {
         /// `CommitUnknown`, say) and the insert returns
         /// [`ordered_core::Error::AlreadyApplied`] without writing. Moves and deletes
         /// ignore it.
-        pub fn idempotent(mut self, id: $crate::Id) -> Self {
-            self.s.idempotency = Some(id);
+        pub fn idempotent(mut self, id: impl Into<K>) -> Self {
+            match $crate::AppKey::to_key(&id.into()) {
+                Some(id) => self.s.idempotency = Some(id),
+                None => self.s.key_error = true,
+            }
             self
         }
 
@@ -1017,8 +1020,12 @@ impl Operation {
                         Ok(p) => {
                             let mut relabel_started = false;
                             for w in &p.writes {
-                                let relabel =
-                                    !matches!(w, Write::Set { .. } | Write::Delete { .. });
+                                let relabel = !matches!(
+                                    w,
+                                    Write::Set { .. }
+                                        | Write::Delete { .. }
+                                        | Write::Cascade { .. }
+                                );
                                 for s in sql::write(self.dialect, &self.spec, w) {
                                     let aw = if relabel && !relabel_started {
                                         relabel_started = true;
@@ -1280,6 +1287,7 @@ impl Operation {
                     position: position.clone(),
                 }),
                 Write::Delete { id } => self.changes.remove(*id),
+                Write::Cascade { ids, .. } => ids.iter().for_each(|id| self.changes.remove(*id)),
                 Write::Assign { parent, rows } => {
                     self.changes
                         .record_all(rows.iter().map(|(id, position)| Change {

@@ -209,6 +209,22 @@ pub enum Error {
         /// The statement or change that fixes it.
         fix: String,
     },
+    /// The database refused the application's own row (the caller's insert, or its
+    /// hook) for one of the application's constraints: a duplicate slug, a missing
+    /// referenced row. Nothing was written. The message names the constraint, never the
+    /// row's values or the database's text.
+    #[error("{}", constraint_message(constraint))]
+    Constraint {
+        /// The constraint, its kind and name.
+        constraint: crate::constraint::Constraint,
+    },
+    /// An association table's link is already in its list (a list holds a link once).
+    /// Nothing was written.
+    #[error("the item is already in {}: a list holds it once", Coll(*parent))]
+    AlreadyInList {
+        /// The list.
+        parent: Id,
+    },
     /// The request cannot be run this way (an insert passed where no row can be
     /// inserted). Nothing was written.
     #[error("invalid request: {0}")]
@@ -217,6 +233,21 @@ pub enum Error {
     /// a row of the wrong kind). Run `verify` and `rebalance`.
     #[error("inconsistent collection: {0}; run verify and rebalance")]
     Inconsistent(String),
+}
+
+/// A constraint violation in words a client can show.
+fn constraint_message(c: &crate::constraint::Constraint) -> String {
+    use crate::constraint::ConstraintKind::*;
+    match c.kind {
+        Unique => format!(
+            "the row conflicts with an existing one ({c}): change the value that must be unique"
+        ),
+        ForeignKey => {
+            format!("the row refers to a row that does not exist, or is still referred to ({c})")
+        }
+        Check => format!("the row breaks a rule of the table ({c})"),
+        NotNull => format!("a required value is missing ({c})"),
+    }
 }
 
 /// A collection in a message: `collection 4`, or `the root list`.
@@ -278,6 +309,15 @@ impl Status {
 }
 
 impl Error {
+    /// The application's constraint the database refused its row for
+    /// ([`Error::Constraint`]): a handler maps a duplicate slug to 409.
+    pub fn constraint(&self) -> Option<&crate::constraint::Constraint> {
+        match self {
+            Error::Constraint { constraint } => Some(constraint),
+            _ => None,
+        }
+    }
+
     /// Whether retrying the whole operation from the start may succeed.
     pub fn is_retryable(&self) -> bool {
         matches!(self, Error::ParentChanged { .. } | Error::CommitDropped)
@@ -289,7 +329,8 @@ impl Error {
     /// `index_out_of_range`, `reorder_mismatch`, `invalid_position`, `invalid_key`,
     /// `wrong_key_type`, `wrong_scope`, `wrong_link_key`, `parent_changed`, `already_applied`, `key_collation`,
     /// `version_column_required`, `commit_dropped`, `partially_applied`,
-    /// `invalid_request`, `schema_mismatch`, `inconsistent`.
+    /// `invalid_request`, `schema_mismatch`, `inconsistent`, `constraint_violation`,
+    /// `already_in_list`.
     ///
     /// ```
     /// use ordered_core::{Error, error::Status};
@@ -327,6 +368,8 @@ impl Error {
             Error::CommitDropped => "commit_dropped",
             Error::PartiallyApplied { .. } => "partially_applied",
             Error::InvalidRequest(_) => "invalid_request",
+            Error::Constraint { .. } => "constraint_violation",
+            Error::AlreadyInList { .. } => "already_in_list",
             Error::SchemaMismatch { .. } => "schema_mismatch",
             Error::Inconsistent(_) => "inconsistent",
         }
@@ -346,7 +389,14 @@ impl Error {
             | Error::VersionConflict { .. }
             | Error::ReorderMismatch { .. }
             | Error::WouldCycle { .. }
+            | Error::AlreadyInList { .. }
             | Error::AlreadyApplied { .. } => Status::Conflict,
+            // a duplicate conflicts with an existing row; any other constraint says the
+            // row cannot be stored as sent
+            Error::Constraint { constraint } => match constraint.kind {
+                crate::constraint::ConstraintKind::Unique => Status::Conflict,
+                _ => Status::Unprocessable,
+            },
             Error::SelfReference { .. }
             | Error::IndexOutOfRange { .. }
             | Error::InvalidPosition { .. }

@@ -38,6 +38,7 @@
 
 pub mod adapter;
 pub mod changes;
+pub mod constraint;
 mod engine;
 pub mod error;
 pub mod id;

@@ -183,6 +183,30 @@ impl Store {
                 }
                 out
             }
+            Read::Descendants { of } => {
+                // a tree's children are the rows whose parent is a row: walk down
+                let mut out: Vec<Row> = Vec::new();
+                let mut next = vec![*of];
+                while let Some(p) = next.pop() {
+                    for (id, pos) in self
+                        .order
+                        .get(&p)
+                        .into_iter()
+                        .flatten()
+                        .map(|(pos, id)| (*id, pos))
+                    {
+                        if id != *of && !out.iter().any(|r| r.id == id) {
+                            out.push(Row {
+                                id,
+                                parent: p,
+                                position: pos.clone(),
+                            });
+                            next.push(id);
+                        }
+                    }
+                }
+                out
+            }
             Read::Range(r) => {
                 let Some(set) = self.order.get(&r.parent) else {
                     return Vec::new();
@@ -267,6 +291,13 @@ impl Store {
             } => self.put(*id, *parent, position.clone()),
             Write::Delete { id } => {
                 self.take(*id);
+                Ok(())
+            }
+            // what ON DELETE CASCADE does in a database
+            Write::Cascade { ids, .. } => {
+                for id in ids {
+                    self.take(*id);
+                }
                 Ok(())
             }
             Write::Renumber {

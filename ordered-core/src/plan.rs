@@ -213,6 +213,12 @@ pub enum Read {
         /// The row the walk starts from (the new parent).
         of: Id,
     },
+    /// Every row below the row `of` of a tree: its children, theirs, and so on, in no
+    /// order (a recursive query). What a removal takes with it (`ON DELETE CASCADE`).
+    Descendants {
+        /// The row whose subtree is read.
+        of: Id,
+    },
 }
 
 /// Items of `parent` with `above < position < below`, in position order (descending if
@@ -353,6 +359,9 @@ impl Reads {
     fn ancestors(&self, of: Id) -> Result<&[Row], Step> {
         self.get(Read::Ancestors { of })
     }
+    fn descendants(&self, of: Id) -> Result<&[Row], Step> {
+        self.get(Read::Descendants { of })
+    }
 }
 
 /// How a [`Write::Renumber`] passes through MySQL's and SQLite's row-by-row uniqueness
@@ -395,6 +404,15 @@ pub enum Write {
     Delete {
         /// The item.
         id: Id,
+    },
+    /// The rows the database deletes with a tree's row (its subtree, `ON DELETE
+    /// CASCADE`): the lock rows of their lists, and of the deleted row's own list of
+    /// children, are deleted, and the rows are reported removed.
+    Cascade {
+        /// The deleted row.
+        item: Id,
+        /// The rows below it.
+        ids: Vec<Id>,
     },
     /// Relabel the rows of `parent` with `above < position < below` by rank: the row of
     /// rank `r` (from 1) gets `first + (r - 1 + [r > hole_after]) * step`, leaving one slot
@@ -446,6 +464,7 @@ impl Write {
     pub fn rows(&self) -> u64 {
         match self {
             Write::Set { .. } | Write::Delete { .. } => 1,
+            Write::Cascade { ids, .. } => ids.len() as u64,
             Write::Renumber { rows, .. } | Write::Shift { rows, .. } => *rows,
             Write::Assign { rows, .. } => rows.len() as u64,
         }
@@ -1111,6 +1130,11 @@ impl Planner<'_> {
     fn remove(&self, item: Id) -> Result<Plan, Step> {
         let row = self.locked_item(item)?;
         let mut writes = vec![Write::Delete { id: item }];
+        if self.spec.is_tree() {
+            // the subtree goes with it: its rows are reported, its lists' lock rows go
+            let ids = self.reads.descendants(item)?.iter().map(|r| r.id).collect();
+            writes.push(Write::Cascade { item, ids });
+        }
         let mut relabelled = 0;
         if self.s.is_dense() {
             let last = self.edge(row.parent, true, None)?;

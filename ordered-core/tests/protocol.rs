@@ -123,9 +123,16 @@ fn a_duplicate_on_another_key_is_the_callers_and_asks_the_schema_probe() {
         probe.contains("pg_constraint") || probe.contains("pg_index"),
         "{probe}"
     );
-    // the probe finds the spec's constraint: the caller's own duplicate comes back
+    // the probe finds the spec's constraint: the caller's own duplicate comes back as
+    // the refusal that names its constraint
     match p.next(Feed::Reply(Reply::Count(7))) {
-        Io::Fail(Failure::Database(e)) => assert!(e.0.contains("tracks_slug_key")),
+        Io::Fail(Failure::Refused(e)) => {
+            assert_eq!(e.code(), "constraint_violation");
+            assert_eq!(
+                e.constraint().map(|c| c.name.as_str()),
+                Some("tracks_slug_key")
+            );
+        }
         other => panic!("expected the caller's duplicate, got {other:?}"),
     }
     // the probe finds no such constraint: the schema is what to fix, and it says so

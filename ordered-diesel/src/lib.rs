@@ -133,6 +133,7 @@ pub use ordered_diesel_derive::Ordered;
 /// The ordering refusals ([`Error::Ordering`]).
 pub use ordered_core::Error as OrderingError;
 pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
+pub use ordered_core::constraint::{Constraint, ConstraintKind};
 pub use ordered_core::key;
 pub use ordered_core::{
     AppKey, Concurrency, Dense, Dialect, Fractional, Gapped, Id, Inserted, Key, KeyType, Listing,

@@ -42,6 +42,9 @@ pub struct Schema {
     /// even items into collection 1 and odd ones into 2: the same key in both lists),
     /// and an item is named by its collection and that key.
     pub link: bool,
+    /// The items' `title` column has a unique index of the application's (every insert
+    /// of the scripts has the same title, so a second one breaks it).
+    pub unique_title: bool,
 }
 
 impl Schema {
@@ -58,6 +61,7 @@ impl Schema {
         adopt: false,
         tree: false,
         link: false,
+        unique_title: false,
     };
     /// `BIGINT` keys, fractional-key positions.
     pub const KEYS: Schema = Schema {
@@ -192,6 +196,9 @@ pub enum Step {
     MoveWithin(usize, At, i64),
     /// Move an item to another collection, the request naming the list the client saw.
     MoveToWithin(usize, i64, At, i64),
+    /// Insert with the key the application chose for item `i` (for an association
+    /// table, item `i`'s own key: the same link again in the same list).
+    InsertAs(i64, At, usize),
     /// Remove an item, the request naming the list the client saw.
     RemoveWithin(usize, i64),
     /// Move with a version that falls back to the neighbour check
@@ -547,6 +554,51 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
             ],
         ),
         (
+            // the app's own constraint broken inside the insert closure: typed, 409,
+            // nothing written
+            "app_constraint",
+            Schema {
+                unique_title: true,
+                ..ints
+            },
+            vec![
+                Insert(1, Last),
+                Insert(1, Last), // 1: the same title again
+                Move(0, First),  // 2: the list is sound and writable
+            ],
+        ),
+        (
+            // an association table's link filed twice in one list
+            "link_twice",
+            Schema { link: true, ..ints },
+            vec![
+                Insert(1, Last),       // track 1 in playlist 1
+                Insert(2, Last),       // track 1 in playlist 2
+                Insert(1, Last),       // track 2 in playlist 1
+                InsertAs(1, First, 0), // 3: track 1 in playlist 1 again
+                InsertAs(2, First, 2), // 4: track 2 in playlist 2: a new link
+            ],
+        ),
+        (
+            // a tree's row removed with its subtree (ON DELETE CASCADE): every row that
+            // went is reported
+            "cascade_remove",
+            Schema {
+                id: KeyType::Uuid,
+                parent: KeyType::Uuid,
+                tree: true,
+                ..ints
+            },
+            vec![
+                Insert(0, Last), // 0: a root
+                Insert(1, Last), // 1: below 0
+                Insert(2, Last), // 2: below 1
+                Insert(1, Last), // 3: below 0
+                Insert(0, Last), // 4: a root
+                Remove(0),       // 5: 0, 1, 2 and 3 go
+            ],
+        ),
+        (
             // a move to where the item already is: nothing written, no version taken,
             // no hook run, nothing to broadcast
             "unchanged_move",
@@ -608,3 +660,136 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
         ),
     ]
 }
+
+/// Set-up for the examples of `README.md` and `docs/`, which this crate compiles and runs
+/// as doctests: in-memory SQLite databases with the tables a [`ordered_core::Spec`]
+/// describes (made by the library's own migrations) and their parent rows.
+#[doc(hidden)]
+pub mod doc {
+    use diesel::{Connection, RunQueryDsl, SqliteConnection};
+    use ordered_core::migration::{create_parent_table, create_table};
+    use ordered_core::{Dialect, Spec};
+    use sea_orm::ConnectionTrait;
+
+    /// The statements that make `spec`'s tables with these extra item columns, and one
+    /// parent row per key in `parents` (integer keys, or text keys as SQL literals).
+    fn schema(spec: &Spec, columns: &[(&str, &str)], parents: &[&str]) -> Vec<String> {
+        let d = Dialect::Sqlite;
+        let mut out = create_parent_table(d, spec, &[]).up;
+        out.extend(create_table(d, spec, columns).up);
+        if !spec.locks_rows() {
+            for p in parents {
+                out.push(format!(
+                    "INSERT INTO \"{}\" (\"{}\") VALUES ({p})",
+                    spec.parent_table, spec.parent_id
+                ));
+            }
+        }
+        out
+    }
+
+    diesel::table! { playlists (id) { id -> BigInt, version -> BigInt, } }
+    diesel::table! { tracks (id) { id -> BigInt, playlist_id -> BigInt, title -> Text, position -> BigInt, } }
+
+    /// The examples' model: tracks ordered per playlist, the playlist's version bumped by
+    /// every write.
+    #[derive(Debug, diesel::Queryable, diesel::Selectable, ordered_diesel::Ordered)]
+    #[diesel(table_name = tracks)]
+    #[ordered(scope = playlist_id, parent = playlists, version = version)]
+    pub struct Track {
+        /// The key.
+        pub id: i64,
+        /// The playlist.
+        pub playlist_id: i64,
+        /// The title.
+        pub title: String,
+        /// The position.
+        pub position: i64,
+    }
+
+    /// Playlists 1 and 2, with no tracks.
+    pub fn playlists() -> Result<SqliteConnection, Box<dyn std::error::Error>> {
+        use ordered_core::Ordered;
+        sqlite(&Track::SPEC, &[("title", "TEXT NOT NULL")], &["1", "2"])
+    }
+
+    /// An insert closure's body: a track titled `title` where the slot says, with the id
+    /// `id` when given; returns its id.
+    pub fn new_track(
+        conn: &mut SqliteConnection,
+        slot: &ordered_diesel::Slot,
+        id: Option<i64>,
+        title: &str,
+    ) -> diesel::QueryResult<i64> {
+        use diesel::ExpressionMethods;
+        diesel::insert_into(tracks::table)
+            .values((
+                id.map(|id| tracks::id.eq(id)),
+                tracks::playlist_id.eq(slot.scope::<i64>()?),
+                tracks::title.eq(title),
+                tracks::position.eq(slot.int()?),
+            ))
+            .returning(tracks::id)
+            .get_result(conn)
+    }
+
+    /// A Diesel connection to a fresh in-memory database with `spec`'s tables.
+    pub fn sqlite(
+        spec: &Spec,
+        columns: &[(&str, &str)],
+        parents: &[&str],
+    ) -> Result<SqliteConnection, Box<dyn std::error::Error>> {
+        let mut conn = SqliteConnection::establish(":memory:")?;
+        for s in schema(spec, columns, parents) {
+            diesel::sql_query(s).execute(&mut conn)?;
+        }
+        Ok(conn)
+    }
+
+    /// A diesel-async connection to a fresh in-memory database with `spec`'s tables.
+    pub async fn sqlite_async(
+        spec: &Spec,
+        columns: &[(&str, &str)],
+        parents: &[&str],
+    ) -> Result<
+        diesel_async::sync_connection_wrapper::SyncConnectionWrapper<SqliteConnection>,
+        Box<dyn std::error::Error>,
+    > {
+        Ok(
+            diesel_async::sync_connection_wrapper::SyncConnectionWrapper::new(sqlite(
+                spec, columns, parents,
+            )?),
+        )
+    }
+
+    /// A SeaORM connection to a fresh in-memory database with `spec`'s tables.
+    pub async fn seaorm(
+        spec: &Spec,
+        columns: &[(&str, &str)],
+        parents: &[&str],
+    ) -> Result<sea_orm::DatabaseConnection, Box<dyn std::error::Error>> {
+        let db = sea_orm::Database::connect("sqlite::memory:").await?;
+        for s in schema(spec, columns, parents) {
+            db.execute_unprepared(&s).await?;
+        }
+        Ok(db)
+    }
+}
+
+/// The examples of `README.md`, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeExamples;
+
+/// The examples of `docs/GUIDE.md`, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/GUIDE.md")]
+pub struct GuideExamples;
+
+/// The Rust blocks of the other pages of `docs/` (none yet; a new one is compiled).
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/ARCHITECTURE.md")]
+#[doc = include_str!("../../docs/CONCURRENCY.md")]
+#[doc = include_str!("../../docs/ORMS.md")]
+#[doc = include_str!("../../docs/REPORTS.md")]
+pub struct DocsExamples;

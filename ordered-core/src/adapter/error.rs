@@ -91,6 +91,13 @@ macro_rules! adapter_error {
                 }
             }
 
+            /// The application's constraint the database refused its row for (a
+            /// duplicate slug in the insert closure: map it to 409), from
+            /// [`ordered_core::Error::Constraint`].
+            pub fn constraint(&self) -> Option<&$crate::constraint::Constraint> {
+                self.refusal().and_then($crate::Error::constraint)
+            }
+
             /// A stable machine-readable code, the same in every adapter: the refusal's
             /// [`code`](ordered_core::Error::code) (`stale_neighbours`,
             /// `version_conflict`, `not_found`, ...), or for a database failure

@@ -38,6 +38,7 @@
 
 use std::time::Duration;
 
+use crate::constraint::Constraint;
 use crate::engine::{Action, Listing, Operation, Outcome, Reply, Settings};
 use crate::error::{Error, Status};
 use crate::id::Id;
@@ -839,8 +840,8 @@ impl<E: DbFailure> Protocol<E> {
 
     fn fail(&mut self, failure: Failure<E>) -> Io<E> {
         self.state = State::Over;
-        // SQLite inside the caller's DEFERRED transaction: no wait helps
         let failure = match failure {
+            // SQLite inside the caller's DEFERRED transaction: no wait helps
             Failure::Database(e)
                 if self.nested
                     && self.dialect == Dialect::Sqlite
@@ -848,6 +849,20 @@ impl<E: DbFailure> Protocol<E> {
             {
                 Failure::SqliteDeferred(e)
             }
+            // a write refused by one of the application's constraints (the library's
+            // own never reach here: a duplicate position is retried, then Inconsistent)
+            Failure::Database(e) => match (self.violated(&e), &self.job) {
+                (Some(c), Job::Write(req)) => Failure::Refused(match **req {
+                    Request::Insert { parent, .. }
+                        if self.settings.spec.is_link()
+                            && c.is_primary_key_of(&self.settings.spec) =>
+                    {
+                        Error::AlreadyInList { parent }
+                    }
+                    _ => Error::Constraint { constraint: c },
+                }),
+                _ => Failure::Database(e),
+            },
             other => other,
         };
         if let Job::Write(req) = &self.job {
@@ -855,6 +870,11 @@ impl<E: DbFailure> Protocol<E> {
             crate::observe::finished(&self.span, &self.settings.spec, req, Err(code));
         }
         Io::Fail(failure)
+    }
+
+    /// The constraint a database failure names, if it is a violation of one.
+    fn violated(&self, e: &E) -> Option<Constraint> {
+        Constraint::parse(&e.message())
     }
 
     fn read(&mut self, reply: Reply) -> Io<E> {

@@ -271,6 +271,20 @@ pub fn read(d: Dialect, spec: &Spec, r: &Read, locking: bool) -> Statement {
                 .s(" = o_up.o_k WHERE o_t.");
             b.id(spec.parent).s(" IS NOT NULL) SELECT o_k FROM o_up)");
         }
+        Read::Descendants { of } => {
+            // the rows below `of`, down the tree (UNION: a cycle ends the walk)
+            b.id(spec.id)
+                .s(" IN (WITH RECURSIVE o_down(o_k) AS (SELECT ");
+            b.id(spec.id).s(" FROM ").id(spec.table).s(" WHERE ");
+            b.id(spec.parent).s(" = ").item(spec, *of);
+            b.s(" UNION SELECT o_t.")
+                .id(spec.id)
+                .s(" FROM ")
+                .id(spec.table);
+            b.s(" o_t JOIN o_down ON o_t.")
+                .id(spec.parent)
+                .s(" = o_down.o_k) SELECT o_k FROM o_down)");
+        }
     }
     if locking && d == Dialect::Mysql {
         b.s(" FOR UPDATE");

@@ -31,6 +31,18 @@ pub fn write(d: Dialect, spec: &Spec, w: &Write) -> Vec<Statement> {
                 .item_is(spec, None, *id);
             vec![b.done(Returns::Nothing)]
         }
+        // the database deletes the rows; their lists' lock rows are the library's
+        Write::Cascade { item, ids } => std::iter::once(item)
+            .chain(ids)
+            .map(|list| {
+                let mut b = B::new(d);
+                b.s("DELETE FROM ")
+                    .id(crate::spec::LOCK_TABLE)
+                    .s(" WHERE ")
+                    .lock_row_is(spec, *list);
+                b.done(Returns::Nothing)
+            })
+            .collect(),
         Write::Renumber {
             parent,
             above,

@@ -172,6 +172,32 @@ fn shapes<C: TestConn>(c: &mut C, insert: Insert<C>) {
         let report = untyped::<Node>().verify(c, p).unwrap();
         assert!(report.is_ok(), "{engine}: {report:?}");
     }
+
+    // d removed with its subtree (a, and e and c below a; ON DELETE CASCADE): every row
+    // that went is reported, and the lock rows of their lists go with them
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
+    let child_locks = |c: &mut C| {
+        count(
+            c,
+            &format!(
+                "SELECT COUNT(*) AS o_count FROM {} WHERE {} = 'd_tree_nodes' AND {} <> ''",
+                q(ordered_diesel::__private::LOCK_TABLE),
+                q("table_name"),
+                q("scope_key")
+            ),
+        )
+    };
+    assert!(child_locks(c) > 0, "{engine}");
+    let removed = untyped::<Node>().remove(c, 4).unwrap();
+    let mut gone = removed.changes.removed.clone();
+    gone.sort_unstable();
+    assert_eq!(gone, [1, 3, 4, 5], "{engine}");
+    assert_eq!(ids(c, root), [2], "{engine}");
+    assert_eq!(
+        child_locks(c),
+        0,
+        "{engine}: lock rows of removed lists are left"
+    );
 }
 
 /// Two writers at once: X (below P) under Y and Y (below Q) under X. The two moves
