@@ -229,6 +229,31 @@ impl<R> Default for Listing<R> {
     }
 }
 
+impl<R> Listing<R> {
+    /// The listing of `parent` from the rows of [`sql::list_models`], each the list's
+    /// version and the application's row (`None` for the one row of an empty list):
+    /// [`Error::ParentNotFound`] when there is no row (the parent row does not exist).
+    pub fn of_models(
+        spec: &Spec,
+        parent: Id,
+        rows: impl IntoIterator<Item = (i64, Option<R>)>,
+    ) -> Result<Listing<R>, Error> {
+        let mut version = None;
+        let mut out = Vec::new();
+        for (v, row) in rows {
+            version = Some(v);
+            out.extend(row);
+        }
+        match version {
+            None => Err(Error::ParentNotFound { parent }),
+            Some(v) => Ok(Listing {
+                rows: out,
+                version: spec.version.map(|_| v),
+            }),
+        }
+    }
+}
+
 impl Listing {
     /// This listing with the keys in the model's own types.
     pub fn typed<K: AppKey, P: AppKey>(self) -> Result<Listing<Row<K, P>>, Error> {

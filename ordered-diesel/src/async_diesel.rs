@@ -53,7 +53,9 @@ use std::pin::Pin;
 use diesel::result::{Error as DieselError, QueryResult};
 use ordered_core::adapter::{Feed, Finished, Io, Job, Protocol, Settings};
 use ordered_core::adapter::{Reply, Statement, Wire, sql};
-use ordered_core::{AppKey, Changes, Dialect, Id, Inserted, Ordered, Outcome, Placement, Request};
+use ordered_core::{
+    AppKey, Changes, Dialect, Id, Inserted, Listing, Ordered, Outcome, Placement, Request,
+};
 use tracing::Instrument;
 
 use crate::error::{Db, Result};
@@ -85,6 +87,8 @@ mod sealed {
 pub trait AsyncOrderedConnection: Send + sealed::Sealed {
     /// The engine.
     const DIALECT: Dialect;
+    /// Diesel's backend of the engine (the caller's rows of `list_models` load from it).
+    type Backend: diesel::backend::Backend;
     /// Opens the library's own transaction ([`sql::begin`]); `AlreadyInTransaction`
     /// inside the caller's.
     #[doc(hidden)]
@@ -105,6 +109,15 @@ pub trait AsyncOrderedConnection: Send + sealed::Sealed {
         stmt: &Statement,
         wire: Wire,
     ) -> impl Future<Output = QueryResult<Reply>> + Send;
+    /// Executes a [`list_models`](sql::list_models) statement: each row's version and
+    /// the caller's row (`None` for an empty list's row).
+    #[doc(hidden)]
+    fn load_models<T>(
+        &mut self,
+        stmt: &Statement,
+    ) -> impl Future<Output = QueryResult<Vec<(i64, Option<T>)>>> + Send
+    where
+        T: diesel::deserialize::QueryableByName<Self::Backend> + Send + 'static;
 }
 
 #[cfg(any(feature = "async-postgres", feature = "async-mysql"))]
@@ -114,6 +127,18 @@ macro_rules! async_server_connection {
 
         impl AsyncOrderedConnection for $conn {
             const DIALECT: Dialect = $dialect;
+            type Backend = $backend;
+
+            async fn load_models<T>(&mut self, stmt: &Statement) -> QueryResult<Vec<(i64, Option<T>)>>
+            where
+                T: diesel::deserialize::QueryableByName<$backend> + Send + 'static,
+            {
+                use diesel_async::RunQueryDsl;
+                let rows = crate::conn::rows::raw(stmt, false)?
+                    .load::<crate::conn::rows::Versioned<T>>(self)
+                    .await?;
+                Ok(rows.into_iter().map(|r| (r.version, r.row)).collect())
+            }
 
             async fn begin_own(&mut self) -> QueryResult<()> {
                 diesel_async::AnsiTransactionManager::begin_transaction_sql(
@@ -230,6 +255,16 @@ mod sqlite {
 
     impl AsyncOrderedConnection for SyncConnectionWrapper<SqliteConnection> {
         const DIALECT: Dialect = Dialect::Sqlite;
+        type Backend = diesel::sqlite::Sqlite;
+
+        async fn load_models<T>(&mut self, stmt: &Statement) -> QueryResult<Vec<(i64, Option<T>)>>
+        where
+            T: diesel::deserialize::QueryableByName<diesel::sqlite::Sqlite> + Send + 'static,
+        {
+            let stmt = stmt.clone();
+            self.spawn_blocking(move |c| crate::OrderedConnection::load_models::<T>(c, &stmt))
+                .await
+        }
 
         async fn begin_own(&mut self) -> QueryResult<()> {
             self.spawn_blocking(|c| {
@@ -399,6 +434,21 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
             .execute::<C, T, F, NoHook<C>>(conn, req, Some(insert), None)
             .await?;
         Ok(Inserted::of(outcome, value)?.typed()?)
+    }
+
+    /// [`crate::OrderedTable::list_models`]: the items of `parent` as your own rows
+    /// (a `QueryableByName` model), with the list's version, in one statement.
+    pub async fn list_models<T, C>(&self, conn: &mut C, parent: impl Into<P>) -> Result<Listing<T>>
+    where
+        C: AsyncOrderedConnection,
+        T: diesel::deserialize::QueryableByName<C::Backend> + Send + 'static,
+    {
+        let parent = self
+            .s
+            .scope_key(ordered_core::adapter::key::<P>(&parent.into())?)?;
+        let stmt = sql::list_models(C::DIALECT, &self.s.spec, parent);
+        let rows = conn.load_models::<T>(&stmt).await?;
+        Ok(Listing::of_models(&self.s.spec, parent, rows)?)
     }
 
     ordered_core::operations! {

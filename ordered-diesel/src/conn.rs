@@ -30,6 +30,12 @@ pub trait OrderedConnection:
     /// Executes one statement and decodes its result as `wire` says.
     #[doc(hidden)]
     fn run(&mut self, stmt: &Statement, wire: Wire) -> QueryResult<Reply>;
+    /// Executes a [`list_models`](ordered_core::adapter::sql::list_models) statement:
+    /// each row's version and the caller's row (`None` for an empty list's row).
+    #[doc(hidden)]
+    fn load_models<T>(&mut self, stmt: &Statement) -> QueryResult<Vec<(i64, Option<T>)>>
+    where
+        T: diesel::deserialize::QueryableByName<Self::Backend> + 'static;
 }
 
 /// Opens the library's own transaction: `AlreadyInTransaction` inside the caller's.
@@ -260,6 +266,30 @@ pub(crate) mod rows {
             out.extend(row);
         }
         Reply::Listed { version, rows: out }
+    }
+
+    /// A row of [`ordered_core::adapter::sql::list_models`]: the list's version and the
+    /// caller's row, `None` for the one row of an empty list.
+    pub(crate) struct Versioned<T> {
+        pub(crate) version: i64,
+        pub(crate) row: Option<T>,
+    }
+
+    impl<T, DB> diesel::deserialize::QueryableByName<DB> for Versioned<T>
+    where
+        DB: Backend,
+        T: diesel::deserialize::QueryableByName<DB>,
+        i64: diesel::deserialize::FromSql<BigInt, DB>,
+    {
+        fn build<'a>(
+            row: &impl diesel::row::NamedRow<'a, DB>,
+        ) -> diesel::deserialize::Result<Self> {
+            use diesel::row::NamedRow;
+            let version = NamedRow::get::<BigInt, i64>(row, "o_version")?;
+            let present = NamedRow::get::<BigInt, i64>(row, "o_present")? != 0;
+            let row = if present { Some(T::build(row)?) } else { None };
+            Ok(Versioned { version, row })
+        }
     }
 
     #[derive(diesel::QueryableByName)]
@@ -634,6 +664,15 @@ macro_rules! ordered_connection {
                     forget_after_failure(self);
                 }
                 reply
+            }
+
+            fn load_models<T>(&mut self, stmt: &Statement) -> QueryResult<Vec<(i64, Option<T>)>>
+            where
+                T: diesel::deserialize::QueryableByName<$backend> + 'static,
+            {
+                use diesel::RunQueryDsl;
+                let rows = rows::raw(stmt, false)?.load::<rows::Versioned<T>>(self)?;
+                Ok(rows.into_iter().map(|r| (r.version, r.row)).collect())
             }
         }
     };

@@ -7,7 +7,7 @@ use ordered_core::adapter::retry::is_connection_lost;
 use ordered_core::adapter::{Feed, Finished, Io, Job, Protocol, Settings, Wire};
 use std::marker::PhantomData;
 
-use ordered_core::{AppKey, Changes, Id, Inserted, Ordered, Outcome, Placement, Request};
+use ordered_core::{AppKey, Changes, Id, Inserted, Listing, Ordered, Outcome, Placement, Request};
 
 use crate::conn::OrderedConnection;
 use crate::error::{Db, Result};
@@ -189,6 +189,24 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
         let req = req.without_insert()?;
         let (o, _) = self.execute::<C, ()>(conn, req, None, Some(&mut before_commit))?;
         Ok(o.typed()?)
+    }
+
+    /// The items of `parent` as your own rows (a `QueryableByName` model: derive it
+    /// beside `Queryable` and `Selectable`), `ORDER BY position, id`, with the list's
+    /// version, in one statement ([`list_versioned`](Self::list_versioned) with your
+    /// columns instead of the library's). A missing parent is
+    /// [`ParentNotFound`](ordered_core::Error::ParentNotFound).
+    pub fn list_models<T, C>(&self, conn: &mut C, parent: impl Into<P>) -> Result<Listing<T>>
+    where
+        C: OrderedConnection,
+        T: diesel::deserialize::QueryableByName<C::Backend> + 'static,
+    {
+        let parent = self
+            .s
+            .scope_key(ordered_core::adapter::key::<P>(&parent.into())?)?;
+        let stmt = ordered_core::adapter::sql::list_models(C::DIALECT, &self.s.spec, parent);
+        let rows = conn.load_models::<T>(&stmt)?;
+        Ok(Listing::of_models(&self.s.spec, parent, rows)?)
     }
 
     ordered_core::operations! {

@@ -10,7 +10,7 @@ use ordered_core::adapter::{Reply, Statement, Wire};
 use std::marker::PhantomData;
 
 use ordered_core::{
-    AppKey, Changes, Dialect, Id, Inserted, Outcome, Placement, Position, Request, Row,
+    AppKey, Changes, Dialect, Id, Inserted, Listing, Outcome, Placement, Position, Request, Row,
 };
 use sea_orm::{
     ActiveModelBehavior, ActiveModelTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr,
@@ -85,10 +85,8 @@ pub fn dialect(backend: DbBackend) -> Result<Dialect> {
     }
 }
 
-/// Executes one core statement on `db` and decodes its result as `wire` says.
-#[doc(hidden)]
-pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, wire: Wire) -> Result<Reply, DbErr> {
-    let backend = db.get_database_backend();
+/// A core statement as SeaORM's, with its values.
+fn statement(backend: DbBackend, stmt: &Statement) -> sea_orm::Statement {
     let values: Vec<Value> = stmt
         .args
         .iter()
@@ -98,7 +96,33 @@ pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, wire: Wire) -> Re
             Arg::Bytes(b) => Value::from(b.clone()),
         })
         .collect();
-    let s = sea_orm::Statement::from_sql_and_values(backend, stmt.sql.clone(), values);
+    sea_orm::Statement::from_sql_and_values(backend, stmt.sql.clone(), values)
+}
+
+/// A row of [`list_models`](ordered_core::adapter::sql::list_models): the list's
+/// version and the caller's row, `None` for the one row of an empty list.
+struct Versioned<M> {
+    version: i64,
+    row: Option<M>,
+}
+
+impl<M: sea_orm::FromQueryResult> sea_orm::FromQueryResult for Versioned<M> {
+    fn from_query_result(res: &sea_orm::QueryResult, pre: &str) -> Result<Self, DbErr> {
+        let version = res.try_get::<i64>(pre, "o_version")?;
+        let present = res.try_get::<i64>(pre, "o_present")? != 0;
+        let row = if present {
+            Some(M::from_query_result(res, pre)?)
+        } else {
+            None
+        };
+        Ok(Versioned { version, row })
+    }
+}
+
+/// Executes one core statement on `db` and decodes its result as `wire` says.
+#[doc(hidden)]
+pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, wire: Wire) -> Result<Reply, DbErr> {
+    let s = statement(db.get_database_backend(), stmt);
     Ok(match stmt.returns {
         Returns::Nothing => Reply::Affected(db.execute_raw(s).await?.rows_affected()),
         Returns::Rows => {
@@ -560,6 +584,33 @@ where
 }
 
 impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
+    /// The items of `parent` as your own rows (the entity's `Model`, or any
+    /// `FromQueryResult` type), `ORDER BY position, id`, with the list's version, in
+    /// one statement ([`list_versioned`](Self::list_versioned) with your columns
+    /// instead of the library's). A missing parent is
+    /// [`ParentNotFound`](ordered_core::Error::ParentNotFound).
+    pub async fn list_models<M, C>(&self, db: &C, parent: impl Into<P>) -> Result<Listing<M>>
+    where
+        C: ConnectionTrait,
+        M: sea_orm::FromQueryResult + Send + Sync,
+    {
+        use sea_orm::FromQueryResult;
+        let parent = self
+            .s
+            .scope_key(ordered_core::adapter::key::<P>(&parent.into())?)?;
+        let d = dialect(db.get_database_backend())?;
+        let stmt = ordered_core::adapter::sql::list_models(d, &self.s.spec, parent);
+        let rows = Versioned::<M>::find_by_statement(statement(db.get_database_backend(), &stmt))
+            .all(db)
+            .await
+            .map_err(Error::from)?;
+        Ok(Listing::of_models(
+            &self.s.spec,
+            parent,
+            rows.into_iter().map(|r| (r.version, r.row)),
+        )?)
+    }
+
     ordered_core::operations! {
         async;
         conn: &C where C: OrderedConnection;

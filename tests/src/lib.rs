@@ -201,6 +201,9 @@ pub enum Step {
     InsertAs(i64, At, usize),
     /// Remove an item, the request naming the list the client saw.
     RemoveWithin(usize, i64),
+    /// Read a collection as the application's own rows (`list_models`), checked against
+    /// the library's versioned read.
+    ListModels(i64),
     /// Move with a version that falls back to the neighbour check
     /// (`Concurrency::VersionOrNeighbours`).
     MoveVersionOrNeighbours(usize, At, i64),
@@ -565,6 +568,23 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
                 Insert(1, Last),
                 Insert(1, Last), // 1: the same title again
                 Move(0, First),  // 2: the list is sound and writable
+            ],
+        ),
+        (
+            // the versioned read in the application's own row type: the same rows, order
+            // and version as the library's, an empty list with its version, a missing
+            // parent refused
+            "typed_rows",
+            ints,
+            vec![
+                Insert(1, Last),
+                Insert(1, Last),
+                Insert(1, First),
+                Insert(2, Last),
+                ListModels(1), // 4
+                Remove(3),
+                ListModels(2),  // 6: empty, with its version
+                ListModels(77), // 7: no such parent
             ],
         ),
         (

@@ -102,6 +102,58 @@ fn versioned_step(rows: &[Row], parent: Id, listing: ordered_core::Listing) -> O
     ))
 }
 
+/// An item row of the scripts' tables as the application reads it (`list_models`).
+#[derive(Debug, diesel::QueryableByName, sea_orm::FromQueryResult)]
+struct AppRow {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    id: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    parent_id: i64,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    title: String,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    position: i64,
+}
+
+/// A `list_models` read against the library's own versioned read of the same list: the
+/// same ids, collection and positions in the same order, and the same version (as a
+/// pseudo-step, so that the ORMs' versions are compared too).
+fn models_step(
+    parent: Id,
+    plain: Result<ordered_core::Listing, ordered_core::Error>,
+    models: ordered_core::Listing<AppRow>,
+) -> (Option<Position>, Changes) {
+    let plain = plain.expect("the library's read of a list the application's read found");
+    let got: Vec<(Id, Id, Position)> = models
+        .rows
+        .iter()
+        .map(|r| (r.id.into(), r.parent_id.into(), Position::Int(r.position)))
+        .collect();
+    let want: Vec<(Id, Id, Position)> = plain
+        .rows
+        .iter()
+        .map(|r| (r.id, r.parent, r.position.clone()))
+        .collect();
+    assert_eq!(
+        got, want,
+        "the application's rows differ from the library's"
+    );
+    assert!(
+        models.rows.iter().all(|r| r.title.is_empty()),
+        "{:?}",
+        models.rows
+    );
+    assert_eq!(models.version, plain.version);
+    let version = models.version.expect("a version column");
+    (
+        None,
+        Changes {
+            versions: vec![ordered_core::changes::ScopeVersion { parent, version }],
+            ..Changes::default()
+        },
+    )
+}
+
 fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
 }
@@ -495,6 +547,7 @@ fn run_diesel<C>(
 ) -> (Vec<Outcome>, Vec<Row>)
 where
     C: ordered_diesel::OrderedConnection + SimpleConnection,
+    AppRow: diesel::QueryableByName<C::Backend>,
 {
     use ordered_conformance::Step::*;
     let s = spec(name, tag, schema);
@@ -634,6 +687,17 @@ where
                     .move_to(&mut conn, ids[*i], at.resolve(&ids, schema.missing())),
                 pos,
             ),
+            ListModels(p) => {
+                let parent = schema.parent(*p);
+                let plain = o.list_versioned(&mut conn, parent).map_err(|e| {
+                    e.refusal()
+                        .cloned()
+                        .unwrap_or(ordered_core::Error::Exhausted)
+                });
+                diesel_outcome(o.list_models::<AppRow, _>(&mut conn, parent), |m| {
+                    models_step(parent, plain, m)
+                })
+            }
         };
         if let MoveAfterWrongKey(_) = step {
             assert!(
@@ -711,6 +775,7 @@ async fn run_diesel_async<C>(
 ) -> (Vec<Outcome>, Vec<Row>)
 where
     C: ordered_diesel::async_diesel::AsyncOrderedConnection + diesel_async::SimpleAsyncConnection,
+    AppRow: diesel::QueryableByName<C::Backend>,
 {
     use ordered_conformance::Step::*;
     let d = C::DIALECT;
@@ -862,6 +927,17 @@ where
                     .await,
                 pos,
             ),
+            ListModels(p) => {
+                let parent = schema.parent(*p);
+                let plain = o.list_versioned(&mut conn, parent).await.map_err(|e| {
+                    e.refusal()
+                        .cloned()
+                        .unwrap_or(ordered_core::Error::Exhausted)
+                });
+                diesel_outcome(o.list_models::<AppRow, _>(&mut conn, parent).await, |m| {
+                    models_step(parent, plain, m)
+                })
+            }
         };
         // archiving is the app's own write: the row leaves the shown list
         if !matches!(step, Archive(_)) {
@@ -1064,6 +1140,17 @@ async fn run_seaorm(
                     .await,
                 pos,
             ),
+            ListModels(p) => {
+                let parent = schema.parent(*p);
+                let plain = o.list_versioned(&db, parent).await.map_err(|e| {
+                    e.refusal()
+                        .cloned()
+                        .unwrap_or(ordered_core::Error::Exhausted)
+                });
+                seaorm_outcome(o.list_models::<AppRow, _>(&db, parent).await, |m| {
+                    models_step(parent, plain, m)
+                })
+            }
         };
         // archiving is the app's own write: the row leaves the shown list
         if !matches!(step, Archive(_)) {
@@ -1146,6 +1233,14 @@ fn expected(engine: &str, name: &str, d: &Run) {
             d.0[i]
         );
     };
+    if name == "typed_rows" {
+        let read = ok(4);
+        let after = ok(6);
+        // the list's version: the one of the last write to it
+        assert!(after.versions[0].version > 0, "{engine} {name}");
+        assert_eq!(read.versions.len(), 1, "{engine} {name}");
+        refused(7, "parent_not_found");
+    }
     if name == "app_constraint" {
         let _ = ok(0);
         refused(1, "constraint_violation");

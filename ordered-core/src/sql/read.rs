@@ -420,6 +420,20 @@ pub fn probe_key_order(d: Dialect, spec: &Spec, probes: &[&str]) -> Statement {
 /// `LEFT JOIN`ed to its items, so an empty collection still has its version (one row
 /// with null item columns) and a missing parent returns no row.
 pub fn list_versioned(d: Dialect, spec: &Spec, parent: Id) -> Statement {
+    versioned(d, spec, parent, false)
+}
+
+/// [`list_versioned`] with every column of the items (`o_i.*`, the application's own
+/// row) instead of the library's three, and `o_present` (1 for an item, 0 for the row
+/// of an empty list): what the adapters' `list_models` load into the application's row
+/// type, in one statement. Its [`Returns`] is `Listed`; the adapters decode it with
+/// the caller's row type, not as a [`Reply`](crate::adapter::Reply). Not a causal read
+/// on a Galera cluster: read through the node that writes.
+pub fn list_models(d: Dialect, spec: &Spec, parent: Id) -> Statement {
+    versioned(d, spec, parent, true)
+}
+
+fn versioned(d: Dialect, spec: &Spec, parent: Id, models: bool) -> Statement {
     let mut b = B::new(d);
     let col = |b: &mut B, alias: &str, ident: &str| {
         b.s(alias).s(".").id(ident);
@@ -445,7 +459,21 @@ pub fn list_versioned(d: Dialect, spec: &Spec, parent: Id) -> Statement {
         });
     }
     b.s(" AS o_version, ");
-    item_columns_of(&mut b, spec, Some("o_i"));
+    if models {
+        b.s("CASE WHEN ");
+        col(&mut b, "o_i", spec.id);
+        b.s(" IS NULL THEN ");
+        b.cast_int(|b| {
+            b.s("0");
+        })
+        .s(" ELSE ");
+        b.cast_int(|b| {
+            b.s("1");
+        })
+        .s(" END AS o_present, o_i.*");
+    } else {
+        item_columns_of(&mut b, spec, Some("o_i"));
+    }
     if spec.locks_rows() {
         b.s(" FROM (SELECT 1 AS o_one) o_p LEFT JOIN ");
     } else {
