@@ -463,7 +463,7 @@ impl TryFrom<Id> for String {
 
 /// A Rust type that can be an item or scope key: what the derives accept as the type
 /// of the id and scope fields, and what the typed operations take and return.
-pub trait Key: Sized {
+pub trait Key: Sized + Send + Sync {
     /// How a column of this type stores it by default.
     const TYPE: KeyType;
     /// This key as an [`Id`]; `None` for a string longer than [`MAX_TEXT_KEY`] bytes
@@ -527,7 +527,7 @@ impl Key for Vec<u8> {
 /// triples of keys (a list per several columns, or the key of a row of an association
 /// table: its list and its own key) and for [`Id`] itself (generic code, a table
 /// described at run time).
-pub trait AppKey: Sized {
+pub trait AppKey: Sized + Send + Sync {
     /// This key as an [`Id`]; `None` when it cannot be one (a string longer than
     /// [`MAX_TEXT_KEY`] bytes, bytes that are not a UUID's 16).
     fn to_key(&self) -> Option<Id>;

@@ -69,7 +69,7 @@ pub type InsertFuture<'a, T> = Pin<Box<dyn Future<Output = QueryResult<T>> + Sen
 pub type HookFuture<'a> = Pin<Box<dyn Future<Output = QueryResult<()>> + Send + 'a>>;
 
 /// What a write without a hook passes for it.
-type NoHook<C> = for<'a> fn(&'a mut C, &'a Changes) -> HookFuture<'a>;
+type NoHook<C, X = Changes> = for<'a> fn(&'a mut C, &'a X) -> HookFuture<'a>;
 /// What a write that inserts nothing passes for the insert.
 type NoInsert<C> = for<'a> fn(&'a mut C, Slot) -> InsertFuture<'a, ()>;
 
@@ -336,7 +336,7 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     where
         C: AsyncOrderedConnection,
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
-        H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
+        H: for<'a> FnMut(&'a mut C, &'a Changes<K, P>) -> HookFuture<'a> + Send,
         T: Send,
     {
         let p = Protocol::new(
@@ -346,14 +346,14 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
             hook.is_some(),
         );
         let span = p.span().clone();
-        let drive = drive(conn, self.s.wire(), p, insert, hook);
+        let drive = drive(conn, self.s.wire(), p, insert, hook, Changes::typed::<K, P>);
         let (f, value) = drive.instrument(span).await?;
         Ok((f.into_outcome()?, value))
     }
 
     async fn read<C: AsyncOrderedConnection>(&self, conn: &mut C, job: Job) -> Result<Finished> {
         let p = Protocol::new(&self.s, C::DIALECT, job, false);
-        drive::<C, (), NoInsert<C>, NoHook<C>>(conn, self.s.wire(), p, None, None)
+        drive::<C, (), NoInsert<C>, NoHook<C>, Changes>(conn, self.s.wire(), p, None, None, Ok)
             .await
             .map(|(f, _)| f)
     }
@@ -364,7 +364,7 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
         req: Request,
     ) -> Result<Outcome<K, P>> {
         let (o, _) = self
-            .execute::<C, (), NoInsert<C>, NoHook<C>>(conn, req, None, None)
+            .execute::<C, (), NoInsert<C>, NoHook<C, Changes<K, P>>>(conn, req, None, None)
             .await?;
         Ok(o.typed()?)
     }
@@ -381,7 +381,7 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     ) -> Result<Outcome<K, P>>
     where
         C: AsyncOrderedConnection,
-        H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
+        H: for<'a> FnMut(&'a mut C, &'a Changes<K, P>) -> HookFuture<'a> + Send,
     {
         let req = req.without_insert()?;
         let (o, _) = self
@@ -402,7 +402,7 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     where
         C: AsyncOrderedConnection,
         F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
-        H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
+        H: for<'a> FnMut(&'a mut C, &'a Changes<K, P>) -> HookFuture<'a> + Send,
         T: Send,
     {
         let parent = ordered_core::adapter::key::<P>(&parent.into())?;
@@ -431,7 +431,7 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
         let parent = ordered_core::adapter::key::<P>(&parent.into())?;
         let req = Request::Insert { parent, at };
         let (outcome, value) = self
-            .execute::<C, T, F, NoHook<C>>(conn, req, Some(insert), None)
+            .execute::<C, T, F, NoHook<C, Changes<K, P>>>(conn, req, Some(insert), None)
             .await?;
         Ok(Inserted::of(outcome, value)?.typed()?)
     }
@@ -460,17 +460,19 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
 
 /// The adapter's loop: feeds the core's [`Protocol`] with the results of the I/O it
 /// asks for, until it is done; it sleeps on tokio's timer.
-async fn drive<C, T, F, H>(
+async fn drive<C, T, F, H, X>(
     conn: &mut C,
     wire: Wire,
     mut p: Protocol<Db>,
     mut insert: Option<F>,
     mut hook: Option<H>,
+    typed: fn(Changes) -> std::result::Result<X, ordered_core::Error>,
 ) -> Result<(Finished, Option<T>)>
 where
     C: AsyncOrderedConnection,
     F: for<'a> FnMut(&'a mut C, Slot) -> InsertFuture<'a, T> + Send,
-    H: for<'a> FnMut(&'a mut C, &'a Changes) -> HookFuture<'a> + Send,
+    H: for<'a> FnMut(&'a mut C, &'a X) -> HookFuture<'a> + Send,
+    X: Send + Sync,
     T: Send,
 {
     let mut value = None;
@@ -497,7 +499,10 @@ where
                 None => Feed::no_insert(),
             },
             Io::BeforeCommit(changes) => match hook.as_mut() {
-                Some(h) => h(conn, &changes).await.map_err(Db).into(),
+                Some(h) => match typed(changes) {
+                    Ok(changes) => h(conn, &changes).await.map_err(Db).into(),
+                    Err(e) => Feed::Refused(e),
+                },
                 None => Feed::Ok,
             },
             Io::Commit { .. } => conn.commit().await.map_err(Db).into(),

@@ -60,8 +60,14 @@ settings_builders!(OrderedTable);
 
 /// The caller's insert of a new row.
 type InsertFn<'a, C, T> = dyn FnMut(&mut C, Slot) -> QueryResult<T> + 'a;
-/// The caller's statements run before `COMMIT`.
-type HookFn<'a, C> = dyn FnMut(&mut C, &Changes) -> QueryResult<()> + 'a;
+/// The caller's statements run before `COMMIT`, given the changes (`X`: in the model's
+/// key types).
+type HookFn<'a, C, X> = dyn FnMut(&mut C, &X) -> QueryResult<()> + 'a;
+/// The hook, and how the changes become what it takes.
+type Hook<'h, 'a, C, X> = (
+    &'h mut HookFn<'a, C, X>,
+    fn(Changes) -> std::result::Result<X, ordered_core::Error>,
+);
 
 impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     /// Runs a write as one transaction, with retries when the library owns it, in the
@@ -71,7 +77,7 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
         conn: &mut C,
         req: Request,
         insert: Option<&mut InsertFn<'_, C, T>>,
-        hook: Option<&mut HookFn<'_, C>>,
+        hook: Option<&mut HookFn<'_, C, Changes<K, P>>>,
     ) -> Result<(Outcome, Option<T>)>
     where
         C: OrderedConnection,
@@ -84,13 +90,14 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
         );
         let span = p.span().clone();
         let _entered = span.enter();
+        let hook = hook.map(|h| -> Hook<'_, '_, C, Changes<K, P>> { (h, Changes::typed::<K, P>) });
         let (f, value) = drive(conn, self.s.wire(), p, insert, hook)?;
         Ok((f.into_outcome()?, value))
     }
 
     fn read<C: OrderedConnection>(&self, conn: &mut C, job: Job) -> Result<Finished> {
         let p = Protocol::new(&self.s, C::DIALECT, job, false);
-        drive::<C, ()>(conn, self.s.wire(), p, None, None).map(|(f, _)| f)
+        drive::<C, (), Changes>(conn, self.s.wire(), p, None, None).map(|(f, _)| f)
     }
 
     fn write<C: OrderedConnection>(&self, conn: &mut C, req: Request) -> Result<Outcome<K, P>> {
@@ -134,7 +141,7 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     where
         C: OrderedConnection,
         F: FnMut(&mut C, Slot) -> QueryResult<T>,
-        H: FnMut(&mut C, &Changes) -> QueryResult<()>,
+        H: FnMut(&mut C, &Changes<K, P>) -> QueryResult<()>,
     {
         let parent = ordered_core::adapter::key::<P>(&parent.into())?;
         let (outcome, value) = self.execute(
@@ -148,7 +155,8 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
 
     /// Runs any request but an insert ([`OrderedTable::insert_with`]) with a hook:
     /// `before_commit` runs your own statements inside the library's transaction, after
-    /// every write and before `COMMIT`, with the [`Changes`] in hand (write an outbox
+    /// every write and before `COMMIT`, with the [`Changes`] in hand (in the model's key
+    /// types) (write an outbox
     /// event atomically with the move). It runs again if the operation is retried, and
     /// an error from it rolls the whole operation back.
     ///
@@ -164,9 +172,10 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     ///     conn,
     ///     ordered_diesel::Request::Move { item: b.into(), at: ordered_diesel::Placement::Before(a.into()) },
     ///     |conn, changes| {
+    ///         // the changes in the model's key types: `c.id` is the track's `i64`
     ///         for c in &changes.rows {
     ///             diesel::sql_query("INSERT INTO outbox (item, body) VALUES (?, ?)")
-    ///                 .bind::<diesel::sql_types::Nullable<BigInt>, _>(c.id.as_int())
+    ///                 .bind::<BigInt, _>(c.id)
     ///                 .bind::<Text, _>(format!("moved to {}", c.position))
     ///                 .execute(conn)?;
     ///         }
@@ -184,7 +193,7 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     ) -> Result<Outcome<K, P>>
     where
         C: OrderedConnection,
-        H: FnMut(&mut C, &Changes) -> QueryResult<()>,
+        H: FnMut(&mut C, &Changes<K, P>) -> QueryResult<()>,
     {
         let req = req.without_insert()?;
         let (o, _) = self.execute::<C, ()>(conn, req, None, Some(&mut before_commit))?;
@@ -218,12 +227,12 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
 
 /// The adapter's loop: feeds the core's [`Protocol`] with the results of the I/O it
 /// asks for, until it is done.
-fn drive<C, T>(
+fn drive<C, T, X>(
     conn: &mut C,
     wire: Wire,
     mut p: Protocol<Db>,
     mut insert: Option<&mut InsertFn<'_, C, T>>,
-    mut hook: Option<&mut HookFn<'_, C>>,
+    mut hook: Option<Hook<'_, '_, C, X>>,
 ) -> Result<(Finished, Option<T>)>
 where
     C: OrderedConnection,
@@ -254,7 +263,10 @@ where
                 None => Feed::no_insert(),
             },
             Io::BeforeCommit(changes) => match hook.as_mut() {
-                Some(h) => h(conn, &changes).map_err(Db).into(),
+                Some((h, typed)) => match typed(changes) {
+                    Ok(changes) => h(conn, &changes).map_err(Db).into(),
+                    Err(e) => Feed::Refused(e),
+                },
                 None => Feed::Ok,
             },
             Io::Commit {

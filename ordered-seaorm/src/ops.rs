@@ -39,7 +39,7 @@ pub type InsertFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, DbErr>> + S
 pub type HookFuture<'a> = Pin<Box<dyn Future<Output = Result<(), DbErr>> + Send + 'a>>;
 
 type NoInsert = for<'a> fn(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, ()>;
-type NoHook = for<'a> fn(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a>;
+type NoHook<X = Changes> = for<'a> fn(&'a DatabaseTransaction, &'a X) -> HookFuture<'a>;
 
 /// The one bound generic application code needs for a connection the operations run
 /// on: `&DatabaseConnection` (the library owns the transaction and retries) or
@@ -280,13 +280,13 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     where
         C: OrderedConnection,
         F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
-        H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
+        H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes<K, P>) -> HookFuture<'a> + Send,
         T: Send,
     {
         let d = dialect(db.get_database_backend())?;
         let p = Protocol::new(&self.s, d, Job::Write(Box::new(req)), hook.is_some());
         let span = p.span().clone();
-        let (f, value) = drive(db, self.s.wire(), p, insert, hook)
+        let (f, value) = drive(db, self.s.wire(), p, insert, hook, Changes::typed::<K, P>)
             .instrument(span)
             .await?;
         Ok((f.into_outcome()?, value))
@@ -314,7 +314,7 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
         C: OrderedConnection,
     {
         let (o, _) = self
-            .execute::<C, (), NoInsert, NoHook>(db, req, None, None)
+            .execute::<C, (), NoInsert, NoHook<Changes<K, P>>>(db, req, None, None)
             .await?;
         Ok(o.typed()?)
     }
@@ -356,7 +356,7 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     pub async fn apply<C, H>(&self, db: &C, req: Request, before_commit: H) -> Result<Outcome<K, P>>
     where
         C: OrderedConnection,
-        H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
+        H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes<K, P>) -> HookFuture<'a> + Send,
     {
         let req = req.without_insert()?;
         let (o, _) = self
@@ -377,7 +377,7 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     where
         C: OrderedConnection,
         F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
-        H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
+        H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes<K, P>) -> HookFuture<'a> + Send,
         T: Send,
     {
         let parent = ordered_core::adapter::key::<P>(&parent.into())?;
@@ -408,7 +408,12 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     {
         let parent = ordered_core::adapter::key::<P>(&parent.into())?;
         let (outcome, value) = self
-            .execute::<C, T, F, NoHook>(db, Request::Insert { parent, at }, Some(f), None)
+            .execute::<C, T, F, NoHook<Changes<K, P>>>(
+                db,
+                Request::Insert { parent, at },
+                Some(f),
+                None,
+            )
             .await?;
         Ok(Inserted::of(outcome, value)?.typed()?)
     }
@@ -623,17 +628,18 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
 
 /// The adapter's loop: feeds the core's [`Protocol`] with the results of the I/O it
 /// asks for, until it is done; it sleeps on tokio's timer.
-async fn drive<C, T, F, H>(
+async fn drive<C, T, F, H, X>(
     db: &C,
     wire: Wire,
     mut p: Protocol<Db>,
     mut insert: Option<F>,
     mut hook: Option<H>,
+    typed: fn(Changes) -> std::result::Result<X, ordered_core::Error>,
 ) -> Result<(Finished, Option<T>)>
 where
     C: OrderedConnection,
     F: for<'a> FnMut(&'a DatabaseTransaction, Slot) -> InsertFuture<'a, T> + Send,
-    H: for<'a> FnMut(&'a DatabaseTransaction, &'a Changes) -> HookFuture<'a> + Send,
+    H: for<'a> FnMut(&'a DatabaseTransaction, &'a X) -> HookFuture<'a> + Send,
     T: Send,
 {
     // on a transaction of the caller's, `begin` opens a savepoint
@@ -667,7 +673,10 @@ where
                 _ => Feed::no_insert(),
             },
             Io::BeforeCommit(changes) => match (hook.as_mut(), &txn) {
-                (Some(h), Some(t)) => h(t, &changes).await.map_err(Db).into(),
+                (Some(h), Some(t)) => match typed(changes) {
+                    Ok(changes) => h(t, &changes).await.map_err(Db).into(),
+                    Err(e) => Feed::Refused(e),
+                },
                 _ => Feed::Ok,
             },
             // the COMMIT as a statement of the transaction's own connection, so that

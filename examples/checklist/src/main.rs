@@ -175,7 +175,7 @@ async fn main() -> Res<()> {
                                 }
                                 _ => "INSERT INTO demo_checklist_outbox (step_id, body) VALUES (?, ?)",
                             },
-                            [ordered_seaorm::key_value(c.id), format!("moved to {}", c.position).into()],
+                            [c.id.into(), format!("moved to {}", c.position).into()],
                         ))
                         .await?;
                     }
