@@ -770,6 +770,16 @@ impl Planner<'_> {
                 if !self.hidden {
                     return Ok(Gap { prev: p, next: n });
                 }
+                // and the shown predecessor of next (or the last shown row) must be prev:
+                // a prev the list no longer shows is stale too (its shown successor can
+                // still be next)
+                let pred = match &n {
+                    Some(n) => self.shown_neighbour(parent, &n.position, true, ex)?,
+                    None => self.shown_edge(parent, true, ex)?,
+                };
+                if pred.as_ref().map(|r| r.id) != p.as_ref().map(|r| r.id) {
+                    return Err(stale());
+                }
                 // rows the list does not show may lie between them: directly after prev
                 // (or before next, or at the end)
                 match (p, n) {

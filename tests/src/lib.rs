@@ -653,6 +653,27 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
             ],
         ),
         (
+            // a neighbour the list no longer shows is stale, prev as well as next
+            "hidden_prev",
+            Schema {
+                hidden: true,
+                ..ints
+            },
+            vec![
+                Insert(1, Last),
+                Insert(1, Last),
+                Insert(1, Last),
+                Insert(1, Last),
+                Archive(2),                         // 4: shown 0 1 (2) 3
+                Move(0, Between(Some(2), Some(3))), // 5: prev archived: stale
+                Archive(3),                         // 6: shown 0 1 (2) (3)
+                Insert(1, Between(Some(3), None)),  // 7: prev archived, at the end: stale
+                Move(0, Between(Some(2), None)),    // 8: stale
+                Move(0, Between(Some(1), None)),    // 9: as shown: applies
+                Insert(1, Between(Some(0), None)),  // 10: applies
+            ],
+        ),
+        (
             "hidden_rows",
             Schema {
                 hidden: true,
