@@ -63,11 +63,6 @@ type InsertFn<'a, C, T> = dyn FnMut(&mut C, Slot) -> QueryResult<T> + 'a;
 /// The caller's statements run before `COMMIT`, given the changes (`X`: in the model's
 /// key types).
 type HookFn<'a, C, X> = dyn FnMut(&mut C, &X) -> QueryResult<()> + 'a;
-/// The hook, and how the changes become what it takes.
-type Hook<'h, 'a, C, X> = (
-    &'h mut HookFn<'a, C, X>,
-    fn(Changes) -> std::result::Result<X, ordered_core::Error>,
-);
 
 impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     /// Runs a write as one transaction, with retries when the library owns it, in the
@@ -90,14 +85,13 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
         );
         let span = p.span().clone();
         let _entered = span.enter();
-        let hook = hook.map(|h| -> Hook<'_, '_, C, Changes<K, P>> { (h, Changes::typed::<K, P>) });
-        let (f, value) = drive(conn, self.s.wire(), p, insert, hook)?;
+        let (f, value) = drive(conn, self.s.wire(), p, insert, hook, Changes::typed::<K, P>)?;
         Ok((f.into_outcome()?, value))
     }
 
     fn read<C: OrderedConnection>(&self, conn: &mut C, job: Job) -> Result<Finished> {
         let p = Protocol::new(&self.s, C::DIALECT, job, false);
-        drive::<C, (), Changes>(conn, self.s.wire(), p, None, None).map(|(f, _)| f)
+        drive::<C, (), Changes>(conn, self.s.wire(), p, None, None, Ok).map(|(f, _)| f)
     }
 
     fn write<C: OrderedConnection>(&self, conn: &mut C, req: Request) -> Result<Outcome<K, P>> {
@@ -155,10 +149,9 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
 
     /// Runs any request but an insert ([`OrderedTable::insert_with`]) with a hook:
     /// `before_commit` runs your own statements inside the library's transaction, after
-    /// every write and before `COMMIT`, with the [`Changes`] in hand (in the model's key
-    /// types) (write an outbox
-    /// event atomically with the move). It runs again if the operation is retried, and
-    /// an error from it rolls the whole operation back.
+    /// every write and before `COMMIT`, with the [`Changes`] in hand in the model's key
+    /// types (write an outbox event atomically with the move). It runs again if the
+    /// operation is retried, and an error from it rolls the whole operation back.
     ///
     /// ```
     /// # include!("../doctest_setup.rs");
@@ -232,7 +225,8 @@ fn drive<C, T, X>(
     wire: Wire,
     mut p: Protocol<Db>,
     mut insert: Option<&mut InsertFn<'_, C, T>>,
-    mut hook: Option<Hook<'_, '_, C, X>>,
+    mut hook: Option<&mut HookFn<'_, C, X>>,
+    typed: fn(Changes) -> std::result::Result<X, ordered_core::Error>,
 ) -> Result<(Finished, Option<T>)>
 where
     C: OrderedConnection,
@@ -263,7 +257,7 @@ where
                 None => Feed::no_insert(),
             },
             Io::BeforeCommit(changes) => match hook.as_mut() {
-                Some((h, typed)) => match typed(changes) {
+                Some(h) => match typed(changes) {
                     Ok(changes) => h(conn, &changes).map_err(Db).into(),
                     Err(e) => Feed::Refused(e),
                 },

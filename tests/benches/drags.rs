@@ -18,6 +18,7 @@
 
 use diesel::Connection;
 use diesel::connection::SimpleConnection;
+use ordered_conformance::Rng;
 use ordered_core::migration::{create_parent_table, create_table};
 use ordered_core::{Concurrency, Id, Spec};
 use ordered_diesel::{OrderedConnection, OrderedTable};
@@ -32,18 +33,6 @@ fn spec(engine: &str) -> Spec {
     let table: &'static str = Box::leak(format!("b_drag_{engine}_i").into_boxed_str());
     let parent: &'static str = Box::leak(format!("b_drag_{engine}_p").into_boxed_str());
     Spec::new(table, "parent_id", parent).with_version("version")
-}
-
-/// A small xorshift generator: the same drags for every mode of a round.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
 }
 
 fn setup<C: OrderedConnection + SimpleConnection>(c: &mut C, s: &Spec) {

@@ -705,6 +705,22 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
 /// Set-up for the examples of `README.md` and `docs/`, which this crate compiles and runs
 /// as doctests: in-memory SQLite databases with the tables a [`ordered_core::Spec`]
 /// describes (made by the library's own migrations) and their parent rows.
+/// A small deterministic generator (xorshift) for the benches: the same sequence for the
+/// same seed, so that rounds and modes compared in one run make the same choices.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
 #[doc(hidden)]
 pub mod doc {
     use diesel::{Connection, RunQueryDsl, SqliteConnection};
