@@ -136,13 +136,22 @@ fn column_type(d: Dialect, spec: &Spec) -> String {
 }
 
 fn check_name(spec: &Spec) -> String {
+    domain_name(spec)
+}
+
+/// `<table>_<position>_domain`: the name of the domain CHECK.
+pub(crate) fn domain_name(spec: &Spec) -> String {
     format!("{}_{}_domain", spec.table, spec.position)
 }
 
 /// The CHECK on the position's domain: integers inside `[PARK, MAX]` (SQLite: and of
 /// integer type, since it silently turns an overflow into a REAL); keys of text type.
 fn check_expr(d: Dialect, spec: &Spec, nullable: bool) -> String {
-    let c = q(d, spec.position);
+    check_expr_on(d, spec, &q(d, spec.position), nullable)
+}
+
+/// [`check_expr`] of the column expression `c` (`NEW."position"` in a trigger).
+fn check_expr_on(d: Dialect, spec: &Spec, c: &str, nullable: bool) -> String {
     let body = match (spec.strategy.kind(), d) {
         (PositionKind::Integer, Dialect::Sqlite) => {
             format!("typeof({c}) = 'integer' AND {c} BETWEEN {PARK_POSITION} AND {MAX_POSITION}")
@@ -184,14 +193,22 @@ fn constraints(d: Dialect, spec: &Spec, up: &mut Vec<String>) -> Vec<String> {
         up.extend(mysql_parent_index(spec));
     }
     up.push(unique_up(d, spec));
-    let (root_up, root_down) = root_unique(d, spec);
-    up.extend(root_up);
-    // on MySQL/MariaDB the parent index stays: the foreign key needs an index
-    let mut down = root_down;
+    up.extend(root_unique(d, spec).0);
+    constraints_down(d, spec)
+}
+
+/// The down of [`constraints`]: the root list's unique index, the unique constraint,
+/// SQLite's triggers or the CHECK elsewhere (on MySQL/MariaDB the parent index stays:
+/// the foreign key needs an index).
+fn constraints_down(d: Dialect, spec: &Spec) -> Vec<String> {
+    let mut down = root_unique(d, spec).1;
     down.push(unique_down(d, spec));
     match d {
         Dialect::Sqlite => {
-            for (name, _) in sqlite_trigger_names(spec) {
+            for name in required_trigger_names(spec)
+                .into_iter()
+                .chain(domain_trigger_names(spec))
+            {
                 down.push(format!("DROP TRIGGER IF EXISTS {}", q(d, &name)));
             }
         }
@@ -293,7 +310,7 @@ fn unique_down(d: Dialect, spec: &Spec) -> String {
 
 /// The name of the index that keeps the root list's positions unique where a unique
 /// index treats NULLs as distinct (MySQL/MariaDB, SQLite).
-fn root_unique_name(spec: &Spec) -> String {
+pub(crate) fn root_unique_name(spec: &Spec) -> String {
     format!("{}_root", spec.unique_name())
 }
 
@@ -500,54 +517,423 @@ pub fn adopt_ordering(
     spec: &Spec,
     order_by: &[&str],
 ) -> Result<Migration, crate::Error> {
-    if !matches!(spec.strategy.kind(), PositionKind::Integer) {
+    // the app's own table as the generator assumes it: a nullable column that may be
+    // narrow, none of the library's constraints, no version column
+    let mut assumed = SCHEMA_NULLABLE | SCHEMA_NARROW | SCHEMA_NO_ROOT_UNIQUE;
+    if spec.version.is_some() || spec.locks_rows() {
+        assumed |= SCHEMA_NO_VERSION;
+    }
+    let plan = plan(d, spec, Facts(assumed), Mode::Static(order_by))?;
+    let mut up = plan.before;
+    up.extend(plan.atomic);
+    up.extend(plan.after);
+    // the column and its values stay: down removes only what this added
+    let mut down = constraints_down(d, spec);
+    down.extend(version_down(d, spec));
+    Ok(Migration { up, down })
+}
+
+/// What [`ensure_plan`] or [`adopt_plan`] adds to a table, as the adapters'
+/// `ensure_ordering` and `adopt_ordering` report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum Fix {
+    /// The lock table of the tables without a parent table.
+    LockTable,
+    /// The parent table's version column.
+    VersionColumn,
+    /// The position column widened to 64 bits.
+    Widened,
+    /// Every list renumbered, keeping its order (adoption).
+    Renumbered,
+    /// The position column made `NOT NULL`.
+    NotNull,
+    /// The domain CHECK.
+    Check,
+    /// SQLite: the triggers that keep the column in the domain (and required).
+    DomainTriggers,
+    /// MySQL/MariaDB: the index on the parent column the foreign key uses.
+    ParentIndex,
+    /// The unique constraint on `(scope, position)`.
+    Unique,
+    /// The root list's unique index (a nullable scope on MySQL/MariaDB or SQLite).
+    RootUnique,
+}
+
+impl std::fmt::Display for Fix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Fix::LockTable => "the lock table",
+            Fix::VersionColumn => "the parent's version column",
+            Fix::Widened => "the position column widened to 64 bits",
+            Fix::Renumbered => "every list renumbered in its order",
+            Fix::NotNull => "NOT NULL on the position column",
+            Fix::Check => "the position's domain CHECK",
+            Fix::DomainTriggers => "the triggers that keep positions in the domain",
+            Fix::ParentIndex => "the parent column's index",
+            Fix::Unique => "the unique constraint on (scope, position)",
+            Fix::RootUnique => "the root list's unique index",
+        })
+    }
+}
+
+/// What `ensure_ordering` or `adopt_ordering` did to a table: nothing when it already
+/// had all the library needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Ensured {
+    /// What was added, in order.
+    pub added: Vec<Fix>,
+}
+
+impl Ensured {
+    /// Whether the table was left as it was.
+    pub fn is_unchanged(&self) -> bool {
+        self.added.is_empty()
+    }
+}
+
+/// The statements that bring a table to what the library needs, from what the schema
+/// probe ([`crate::sql::schema_probe`]) found: run by the adapters' `ensure_ordering`
+/// and `adopt_ordering`. Every refusal comes before any statement runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SchemaPlan {
+    /// What the statements add.
+    pub added: Vec<Fix>,
+    /// Counts the rows that would make a statement fail (positions shared within a
+    /// list, missing, or outside the domain); run first, and anything but 0 refuses
+    /// the plan before any change.
+    pub rows_check: Option<crate::sql::Statement>,
+    /// MySQL/MariaDB: the DDL that can fail, each statement committing on its own,
+    /// before any row is written.
+    pub before: Vec<String>,
+    /// One transaction: every statement on PostgreSQL and SQLite (their DDL is
+    /// transactional), the renumbering elsewhere.
+    pub atomic: Vec<String>,
+    /// MySQL/MariaDB: the DDL that follows the renumbering (it cannot fail once the
+    /// rows are numbered).
+    pub after: Vec<String>,
+}
+
+impl SchemaPlan {
+    /// Whether it changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty()
+    }
+}
+
+use crate::sql::{
+    Facts, SCHEMA_DOMAIN_TRIGGERS, SCHEMA_HAS_CHECK, SCHEMA_NARROW, SCHEMA_NO_PARENT_INDEX,
+    SCHEMA_NO_POSITION, SCHEMA_NO_ROOT_UNIQUE, SCHEMA_NO_VERSION, SCHEMA_NULLABLE, SCHEMA_SET_NULL,
+    SCHEMA_UNIQUE_NAME_TAKEN, SCHEMA_VERSION_NOT_INTEGER,
+};
+
+#[derive(Clone, Copy)]
+enum Mode<'a> {
+    /// Add what is missing.
+    Ensure,
+    /// Renumber (in this order), then add what is missing.
+    Adopt(&'a [&'a str]),
+    /// A migration file's adoption: what is missing is assumed, the parent index
+    /// created if missing at run time.
+    Static(&'a [&'a str]),
+}
+
+/// What `ensure_ordering` runs on a table the probe answered `probe` for: exactly what
+/// [`crate::verify::check_schema`] reports missing (the lock table or the version
+/// column, the position widened to 64 bits, `NOT NULL`, the domain CHECK or on SQLite
+/// its triggers, the parent index on MySQL/MariaDB, the unique constraint and the root
+/// list's), nothing when all is there. It refuses with
+/// [`Error::SchemaMismatch`](crate::Error::SchemaMismatch), before any change, what it
+/// cannot add: a missing position column, a unique constraint that is not deferrable
+/// (PostgreSQL) or an index of that name over other columns, a version column that is
+/// not an integer, a scope foreign key that sets NULL; and, through
+/// [`SchemaPlan::rows_check`], rows that would break a constraint it adds.
+pub fn ensure_plan(d: Dialect, spec: &Spec, probe: i64) -> Result<SchemaPlan, crate::Error> {
+    plan(d, spec, Facts(probe), Mode::Ensure)
+}
+
+/// What `adopt_ordering` runs: nothing on a table that has all the library needs (a
+/// second run is a no-op); otherwise every list renumbered in the order of `order_by`
+/// (empty: the column itself, NULLs last, then the id), keeping the version column
+/// the parent already has, and whatever [`ensure_plan`] would add. Its refusals come
+/// before any change, and on MySQL/MariaDB, whose DDL commits statement by statement,
+/// every statement that can fail runs before the first row is written.
+pub fn adopt_plan(
+    d: Dialect,
+    spec: &Spec,
+    probe: i64,
+    order_by: &[&str],
+) -> Result<SchemaPlan, crate::Error> {
+    let ensure = plan(d, spec, Facts(probe), Mode::Ensure);
+    match ensure {
+        Ok(p) if p.is_empty() => Ok(p),
+        _ => plan(d, spec, Facts(probe), Mode::Adopt(order_by)),
+    }
+}
+
+fn mismatch(spec: &Spec, problem: &'static str, fix: String) -> crate::Error {
+    crate::Error::SchemaMismatch {
+        table: spec.table.to_owned(),
+        problem,
+        fix,
+    }
+}
+
+fn plan(d: Dialect, spec: &Spec, f: Facts, mode: Mode<'_>) -> Result<SchemaPlan, crate::Error> {
+    let t = q(d, spec.table);
+    let c = q(d, spec.position);
+    let integer = matches!(spec.strategy.kind(), PositionKind::Integer);
+    let order = match mode {
+        Mode::Ensure => None,
+        Mode::Adopt(o) | Mode::Static(o) => Some(o),
+    };
+    if order.is_some() && !integer {
         return Err(crate::Error::InvalidRequest(
             "adopting a column renumbers integers; a key column needs the type and constraints of the generated table",
         ));
     }
-    let t = q(d, spec.table);
-    let c = q(d, spec.position);
-    let id = q(d, spec.id);
-    let order = if order_by.is_empty() {
-        format!("CASE WHEN o_s.{c} IS NULL THEN 1 ELSE 0 END, o_s.{c}, o_s.{id}")
+    // the refusals, before anything
+    if f.has(SCHEMA_NO_POSITION) {
+        return Err(mismatch(
+            spec,
+            "it has no position column (or the table is missing)",
+            format!(
+                "add one with add_ordering, or name the column the application orders {} by (with_position) and adopt it with adopt_ordering",
+                spec.table
+            ),
+        ));
+    }
+    if f.has(SCHEMA_SET_NULL) {
+        return Err(set_null(d, spec));
+    }
+    if f.has(SCHEMA_VERSION_NOT_INTEGER) {
+        return Err(mismatch(
+            spec,
+            "the parent's version column is not an integer",
+            format!(
+                "name another column with with_version, or change {}.{} to BIGINT",
+                spec.parent_table,
+                spec.version.unwrap_or("version")
+            ),
+        ));
+    }
+    if f.unique() == 1 {
+        return Err(crate::verify::check_unique(d, spec, f.0)
+            .err()
+            .unwrap_or_else(|| {
+                mismatch(
+                    spec,
+                    "its unique constraint is not deferrable",
+                    String::new(),
+                )
+            }));
+    }
+    if f.unique() == 0 && f.has(SCHEMA_UNIQUE_NAME_TAKEN) {
+        return Err(mismatch(
+            spec,
+            "an index or constraint already has the unique constraint's name but covers other columns",
+            format!(
+                "drop or rename {}, or name the library's constraint otherwise (with_unique)",
+                spec.unique_name()
+            ),
+        ));
+    }
+    if f.has(SCHEMA_NULLABLE) && !integer && d == Dialect::Mysql {
+        return Err(mismatch(
+            spec,
+            "its key column accepts NULL",
+            format!(
+                "ALTER TABLE {t} MODIFY {c} with its own type and NOT NULL, after giving every row a key"
+            ),
+        ));
+    }
+    let mut p = SchemaPlan::default();
+    let split = d == Dialect::Mysql;
+    // MySQL: statements that can fail go before the rows; elsewhere one transaction
+    let mut before: Vec<String> = Vec::new();
+    let mut after: Vec<String> = Vec::new();
+    let mut rows: Vec<String> = Vec::new();
+    if f.has(SCHEMA_NO_VERSION) {
+        if spec.locks_rows() {
+            before.push(lock_table_sql(d));
+            p.added.push(Fix::LockTable);
+        } else if let Some(v) = spec.version {
+            before.push(format!(
+                "ALTER TABLE {} ADD COLUMN {} BIGINT NOT NULL DEFAULT 0",
+                q(d, spec.parent_table),
+                q(d, v)
+            ));
+            p.added.push(Fix::VersionColumn);
+        }
+    }
+    let narrow = integer && f.has(SCHEMA_NARROW) && d != Dialect::Sqlite;
+    let nullable = f.has(SCHEMA_NULLABLE);
+    if narrow {
+        before.push(match d {
+            Dialect::Postgres => format!("ALTER TABLE {t} ALTER COLUMN {c} TYPE BIGINT"),
+            _ => format!(
+                "ALTER TABLE {t} MODIFY {c} BIGINT {}",
+                if nullable { "NULL" } else { "NOT NULL" }
+            ),
+        });
+        p.added.push(Fix::Widened);
+    }
+    let has_check = f.has(SCHEMA_HAS_CHECK) || f.has(SCHEMA_DOMAIN_TRIGGERS);
+    // the CHECK admits NULL, so it goes before the renumbering (on MySQL it fails,
+    // before any row is written, on a value outside the domain)
+    if !has_check && d != Dialect::Sqlite {
+        before.push(check_up(d, spec));
+        p.added.push(Fix::Check);
+    }
+    if d == Dialect::Mysql && !spec.locks_rows() {
+        if let Mode::Static(_) = mode {
+            before.extend(mysql_parent_index(spec));
+        } else if f.has(SCHEMA_NO_PARENT_INDEX) && f.unique() == 0 {
+            before.push(format!(
+                "CREATE INDEX {} ON {t} ({})",
+                q(d, &format!("{}_{}_idx", spec.table, spec.parent)),
+                q(d, spec.parent)
+            ));
+            p.added.push(Fix::ParentIndex);
+        }
+    }
+    if let Some(order_by) = order {
+        let id = q(d, spec.id);
+        let order = if order_by.is_empty() {
+            format!("CASE WHEN o_s.{c} IS NULL THEN 1 ELSE 0 END, o_s.{c}, o_s.{id}")
+        } else {
+            order_by
+                .iter()
+                .map(|o| order_item(d, o))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        // into the temporary range (no row of the app's is there), then to the final
+        // values: an existing unique index stays satisfied row by row
+        rows.push(ranked_update(
+            d,
+            spec,
+            &order,
+            &format!("{PARK_POSITION} + o_r.o_rn"),
+        ));
+        let final_value = backfill_value(d, spec, &format!("({c} - ({PARK_POSITION}))"));
+        rows.push(format!("UPDATE {t} SET {c} = {final_value}"));
+        p.added.push(Fix::Renumbered);
+        // what may already be out of the domain fails the CHECK added before
+        if !has_check && d == Dialect::Mysql {
+            p.rows_check = Some(crate::sql::rows_breaking(d, spec, false));
+        }
+    } else if nullable || f.unique() == 0 || !has_check || f.has(SCHEMA_NO_ROOT_UNIQUE) {
+        p.rows_check = Some(crate::sql::rows_breaking(d, spec, true));
+    }
+    if nullable {
+        match d {
+            Dialect::Postgres => {
+                after.push(format!("ALTER TABLE {t} ALTER COLUMN {c} SET NOT NULL"))
+            }
+            Dialect::Mysql => after.push(format!("ALTER TABLE {t} MODIFY {c} BIGINT NOT NULL")),
+            // the domain triggers refuse NULL too
+            Dialect::Sqlite => {}
+        }
+        if d != Dialect::Sqlite {
+            p.added.push(Fix::NotNull);
+        }
+    }
+    if d == Dialect::Sqlite && !f.has(SCHEMA_DOMAIN_TRIGGERS) && (!has_check || nullable) {
+        after.extend(sqlite_domain(spec));
+        p.added.push(Fix::DomainTriggers);
+    }
+    if f.unique() == 0 {
+        after.push(unique_up(d, spec));
+        p.added.push(Fix::Unique);
+    }
+    if f.has(SCHEMA_NO_ROOT_UNIQUE) && spec.nullable() && d != Dialect::Postgres {
+        after.extend(root_unique(d, spec).0);
+        p.added.push(Fix::RootUnique);
+    }
+    if split {
+        p.before = before;
+        p.atomic = rows;
+        p.after = after;
     } else {
-        order_by
-            .iter()
-            .map(|o| order_item(d, o))
-            .collect::<Vec<_>>()
-            .join(", ")
+        p.atomic = before;
+        p.atomic.extend(rows);
+        p.atomic.extend(after);
+    }
+    if p.added.is_empty() {
+        p.rows_check = None;
+    }
+    Ok(p)
+}
+
+/// The refusal of a scope column whose foreign key sets it to NULL (or its default).
+pub(crate) fn set_null(d: Dialect, spec: &Spec) -> crate::Error {
+    let (t, col) = (spec.table, spec.parent);
+    let target = if spec.is_tree() {
+        format!("{t} ({})", spec.id)
+    } else {
+        format!("{} ({})", spec.parent_table, spec.parent_id)
     };
-    let mut up: Vec<String> = version_up(d, spec).into_iter().collect();
-    match d {
-        Dialect::Postgres => up.push(format!("ALTER TABLE {t} ALTER COLUMN {c} TYPE BIGINT")),
-        Dialect::Mysql => up.push(format!("ALTER TABLE {t} MODIFY {c} BIGINT NULL")),
-        Dialect::Sqlite => {}
-    }
-    // into the temporary range (no row of the app's is there), then to the final values
-    up.push(ranked_update(
-        d,
+    mismatch(
         spec,
-        &order,
-        &format!("{PARK_POSITION} + o_r.o_rn"),
-    ));
-    let final_value = backfill_value(d, spec, &format!("({c} - ({PARK_POSITION}))"));
-    up.push(format!("UPDATE {t} SET {c} = {final_value}"));
-    match d {
-        Dialect::Postgres => {
-            up.push(format!("ALTER TABLE {t} ALTER COLUMN {c} SET NOT NULL"));
-        }
-        Dialect::Mysql => {
-            up.push(format!("ALTER TABLE {t} MODIFY {c} BIGINT NOT NULL"));
-        }
-        Dialect::Sqlite => up.extend(sqlite_required(spec)),
-    }
-    if d != Dialect::Sqlite {
-        up.push(check_up(d, spec));
-    }
-    // the column and its values stay: down removes only what this added
-    let mut down = constraints(d, spec, &mut up);
-    down.extend(version_down(d, spec));
-    Ok(Migration { up, down })
+        "a foreign key sets its scope column to NULL (or its default) when the row it references is deleted, which moves the rows into another list onto positions taken there",
+        match d {
+            Dialect::Sqlite => format!(
+                "rebuild {t} with {col} declared REFERENCES {target} ON DELETE CASCADE (SQLite cannot alter a foreign key)"
+            ),
+            _ => format!(
+                "replace the foreign key on {t}.{col} with FOREIGN KEY ({col}) REFERENCES {target} ON DELETE CASCADE (drop the old one in the same migration)"
+            ),
+        },
+    )
+}
+
+/// SQLite: the names of the triggers that refuse a row without a position
+/// ([`add_ordering`]).
+pub(crate) fn required_trigger_names(spec: &Spec) -> Vec<String> {
+    sqlite_trigger_names(spec)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// SQLite: the names of the triggers that keep an adopted column in the library's
+/// domain (the CHECK SQLite cannot add to an existing column).
+pub(crate) fn domain_trigger_names(spec: &Spec) -> Vec<String> {
+    ["insert", "update"]
+        .iter()
+        .map(|e| format!("{}_{}_domain_{e}", spec.table, spec.position))
+        .collect()
+}
+
+/// SQLite: the triggers that refuse a position that is missing or outside the
+/// library's domain, on insert and on update of the column: what the domain CHECK and
+/// `NOT NULL` do elsewhere, for a column SQLite cannot add them to.
+fn sqlite_domain(spec: &Spec) -> Vec<String> {
+    let d = Dialect::Sqlite;
+    let c = format!("NEW.{}", q(d, spec.position));
+    let domain = check_expr_on(d, spec, &c, false);
+    let message = format!(
+        "{}.{} must hold a position the ordering library gave: insert and move rows through it",
+        spec.table, spec.position
+    )
+    .replace('\'', "''");
+    domain_trigger_names(spec)
+        .into_iter()
+        .zip([
+            format!("INSERT ON {}", q(d, spec.table)),
+            format!("UPDATE OF {} ON {}", q(d, spec.position), q(d, spec.table)),
+        ])
+        .map(|(name, on)| {
+            format!(
+                "CREATE TRIGGER {} BEFORE {on} FOR EACH ROW WHEN {c} IS NULL OR NOT ({domain}) BEGIN SELECT RAISE(ABORT, '{message}'); END",
+                q(d, &name)
+            )
+        })
+        .collect()
 }
 
 fn sqlite_trigger_names(spec: &Spec) -> [(String, &'static str); 2] {

@@ -64,7 +64,10 @@ pub fn reason(msg: &str) -> &'static str {
 const DUPLICATE: &[&str] = &[
     "duplicate key value violates unique constraint", // PostgreSQL 23505
     "Duplicate entry",                                // MySQL 1062
-    "UNIQUE constraint failed",                       // SQLite 2067
+    // MySQL/MariaDB 1557, 1761, 1762: a foreign key action (ON DELETE SET NULL) that
+    // would duplicate a key
+    "would lead to a duplicate entry",
+    "UNIQUE constraint failed", // SQLite 2067
 ];
 
 /// Classifies an engine error by its message (the drivers report codes differently,

@@ -23,24 +23,87 @@ use crate::spec::Spec;
 /// assert!(e.to_string().contains("CHECK"), "{e}");
 /// ```
 pub fn check_schema(d: crate::Dialect, spec: &Spec, probe: i64) -> Result<(), Error> {
+    use crate::sql::{
+        Facts, SCHEMA_DOMAIN_TRIGGERS, SCHEMA_HAS_CHECK, SCHEMA_NARROW, SCHEMA_NO_POSITION,
+        SCHEMA_NO_ROOT_UNIQUE, SCHEMA_NO_VERSION, SCHEMA_NULLABLE, SCHEMA_SET_NULL,
+        SCHEMA_VERSION_NOT_INTEGER,
+    };
+    let f = Facts(probe);
+    let t = spec.table;
+    let mismatch = |problem: &'static str, fix: String| Error::SchemaMismatch {
+        table: t.to_owned(),
+        problem,
+        fix,
+    };
+    if f.has(SCHEMA_NO_POSITION) {
+        return Err(mismatch(
+            "it has no position column (or the table is missing)",
+            format!(
+                "add one with add_ordering, or adopt the column the application orders {t} by with adopt_ordering"
+            ),
+        ));
+    }
     check_unique(d, spec, probe)?;
-    if probe & crate::sql::SCHEMA_HAS_CHECK == 0 {
-        let t = spec.table;
+    if f.has(SCHEMA_SET_NULL) {
+        return Err(crate::migration::set_null(d, spec));
+    }
+    if !f.has(SCHEMA_HAS_CHECK) && !f.has(SCHEMA_DOMAIN_TRIGGERS) {
         let domain = crate::migration::check_constraint(d, spec);
-        return Err(Error::SchemaMismatch {
-            table: t.to_owned(),
-            problem: "no CHECK constraint keeps its position column in the library's domain, so a row written around the library can hold a position it never gives (out of range, empty, or on SQLite of another type) and break the next relabel",
-            fix: match d {
+        return Err(mismatch(
+            "no CHECK constraint keeps its position column in the library's domain, so a row written around the library can hold a position it never gives (out of range, empty, or on SQLite of another type) and break the next relabel",
+            match d {
                 crate::Dialect::Sqlite => format!(
-                    "SQLite cannot add a CHECK to an existing column: rebuild {t} with the column declared `{} ... CHECK ({domain})`, as the generated migration does",
-                    spec.position
+                    "SQLite cannot add a CHECK to an existing column: ensure_ordering adds two triggers that refuse what the CHECK ({domain}) would"
                 ),
                 _ => format!(
-                    "add ALTER TABLE {t} ADD CONSTRAINT {t}_{}_domain CHECK ({domain}), as the generated migration does",
+                    "ensure_ordering adds it: ALTER TABLE {t} ADD CONSTRAINT {t}_{}_domain CHECK ({domain})",
                     spec.position
                 ),
             },
-        });
+        ));
+    }
+    if f.has(SCHEMA_NULLABLE) {
+        return Err(mismatch(
+            "its position column accepts NULL, and a row without a position is in no place of its list",
+            match d {
+                crate::Dialect::Sqlite => {
+                    "ensure_ordering adds two triggers that refuse a row without a position"
+                        .to_owned()
+                }
+                _ => format!("ensure_ordering makes {t}.{} NOT NULL", spec.position),
+            },
+        ));
+    }
+    if f.has(SCHEMA_NARROW) {
+        return Err(mismatch(
+            "its position column is a 32-bit integer: gapped positions step by 1024, so one list overflows after about two million appends",
+            format!(
+                "ensure_ordering widens {t}.{} to BIGINT (a 64-bit i64 in the model)",
+                spec.position
+            ),
+        ));
+    }
+    if f.has(SCHEMA_NO_VERSION) {
+        return Err(mismatch(
+            if spec.locks_rows() {
+                "the lock table its lists are locked and versioned in is missing"
+            } else {
+                "the parent table has no version column of that name"
+            },
+            "ensure_ordering adds it".to_owned(),
+        ));
+    }
+    if f.has(SCHEMA_VERSION_NOT_INTEGER) {
+        return Err(mismatch(
+            "the parent's version column is not an integer",
+            "name another column with with_version, or change it to BIGINT".to_owned(),
+        ));
+    }
+    if f.has(SCHEMA_NO_ROOT_UNIQUE) && spec.nullable() && d != crate::Dialect::Postgres {
+        return Err(mismatch(
+            "no unique index covers the root list's positions (the unique index treats each NULL scope as distinct)",
+            "ensure_ordering adds it".to_owned(),
+        ));
     }
     Ok(())
 }
@@ -70,11 +133,11 @@ pub fn check_unique(d: crate::Dialect, spec: &Spec, probe: i64) -> Result<(), Er
             problem: "no unique constraint covers exactly (scope, position), so nothing stops two rows from taking one place",
             fix: match d {
                 crate::Dialect::Postgres => format!(
-                    "add ALTER TABLE {t} ADD CONSTRAINT {name} UNIQUE {cols} DEFERRABLE INITIALLY IMMEDIATE, as the generated migration does",
+                    "ensure_ordering adds it: ALTER TABLE {t} ADD CONSTRAINT {name} UNIQUE {cols} DEFERRABLE INITIALLY IMMEDIATE",
                     t = spec.table
                 ),
                 _ => format!(
-                    "add CREATE UNIQUE INDEX {name} ON {t} {cols}, as the generated migration does",
+                    "ensure_ordering adds it: CREATE UNIQUE INDEX {name} ON {t} {cols}",
                     t = spec.table
                 ),
             },

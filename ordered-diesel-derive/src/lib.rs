@@ -542,8 +542,16 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
         for f in &s.fields {
             if f.ident.as_ref() == Some(&pos_ident) {
                 let ty = type_name(&f.ty);
+                if matches!(kind, Kind::Int) && matches!(ty.as_deref(), Some("i32" | "i16")) {
+                    return Err(syn::Error::new(
+                        f.ty.span(),
+                        format!(
+                            "the position field `{pos_ident}` must be `i64`: gapped positions step by 1024 and a relabel parks rows at -2^62, so a 32-bit position overflows (one list after about two million appends); make the column BIGINT (`OrderedTable::ensure_ordering` widens it) and the field `i64`"
+                        ),
+                    ));
+                }
                 let ok = match kind {
-                    Kind::Int => matches!(ty.as_deref(), Some("i64" | "i32")),
+                    Kind::Int => matches!(ty.as_deref(), Some("i64")),
                     Kind::Key => matches!(ty.as_deref(), Some("String")),
                     Kind::Custom => true,
                 };

@@ -358,6 +358,14 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
             .map(|(f, _)| f)
     }
 
+    async fn schema_job<C: AsyncOrderedConnection>(
+        &self,
+        conn: &mut C,
+        job: Job,
+    ) -> Result<Finished> {
+        self.read(conn, job).await
+    }
+
     async fn write<C: AsyncOrderedConnection>(
         &self,
         conn: &mut C,

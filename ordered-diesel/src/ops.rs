@@ -94,6 +94,10 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
         drive::<C, (), Changes>(conn, self.s.wire(), p, None, None, Ok).map(|(f, _)| f)
     }
 
+    fn schema_job<C: OrderedConnection>(&self, conn: &mut C, job: Job) -> Result<Finished> {
+        self.read(conn, job)
+    }
+
     fn write<C: OrderedConnection>(&self, conn: &mut C, req: Request) -> Result<Outcome<K, P>> {
         let (o, _) = self.execute::<C, ()>(conn, req, None, None)?;
         Ok(o.typed()?)

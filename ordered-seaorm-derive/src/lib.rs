@@ -472,7 +472,13 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
             ));
         }
     };
-    if ty_name != want && !(want == "i64" && ty_name == "i32") {
+    if want == "i64" && matches!(ty_name.as_str(), "i32" | "i16") {
+        return Err(syn::Error::new_spanned(
+            &pos_ty,
+            "the position field must be `i64`: gapped positions step by 1024 and a relabel parks rows at -2^62, so a 32-bit position overflows (one list after about two million appends); make the column BIGINT (`OrderedTable::ensure_ordering` widens it) and the field `i64`",
+        ));
+    }
+    if ty_name != want {
         return Err(syn::Error::new_spanned(
             &pos_ty,
             format!("the position field must be `{want}` for strategy \"{strategy_name}\""),

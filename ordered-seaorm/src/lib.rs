@@ -69,11 +69,15 @@
 //! # Crate feature flags
 //! - `serde`: `Serialize`/`Deserialize` for positions, outcomes and errors.
 //! - `uuid`: `uuid::Uuid` keys (SeaORM's `with-uuid`).
+//! - `migration`: [`migration`], building blocks for `sea-orm-migration`. An
+//!   entity-first app, whose schema SeaORM syncs from its entities, needs none of it:
+//!   `OrderedTable::ensure_ordering` takes a connection.
 //!
 //! The library enables no SeaORM driver, runtime or TLS feature: the application does.
 
 mod error;
 pub mod hooks;
+#[cfg(feature = "migration")]
 pub mod migration;
 mod ops;
 
@@ -87,6 +91,7 @@ pub use ordered_seaorm_derive::DeriveOrdered;
 pub use ordered_core::Error as OrderingError;
 pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
 pub use ordered_core::constraint::{Constraint, ConstraintKind};
+pub use ordered_core::migration::{Ensured, Fix};
 pub use ordered_core::{
     AppKey, Concurrency, Dense, Dialect, Fractional, Gapped, Id, Inserted, Key, KeyType, Listing,
     MAX_POSITION, MIN_POSITION, NullScope, Outcome, Placement, Position, PositionKind,

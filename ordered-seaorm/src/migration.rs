@@ -75,18 +75,53 @@ pub async fn drop_ordering(manager: &SchemaManager<'_>, spec: &Spec) -> Result<(
     .await
 }
 
+/// `ensure_ordering` (`order: None`) or `adopt_ordering` on the migration's
+/// connection: the pool, or the transaction the migration runs in.
+async fn on_connection(
+    manager: &SchemaManager<'_>,
+    spec: &Spec,
+    order: Option<&[&str]>,
+) -> Result<ordered_core::migration::Ensured, DbErr> {
+    use sea_orm::DatabaseExecutor;
+    async fn run<C: crate::OrderedConnection>(
+        conn: &C,
+        spec: &Spec,
+        order: Option<&[&str]>,
+    ) -> crate::Result<ordered_core::migration::Ensured> {
+        let table = crate::OrderedTable::<ordered_core::Id, ordered_core::Id>::new(*spec);
+        match order {
+            Some(order) => table.adopt_ordering(conn, order).await,
+            None => table.ensure_ordering(conn).await,
+        }
+    }
+    let result = match manager.get_connection() {
+        DatabaseExecutor::Connection(db) => run(*db, spec, order).await,
+        DatabaseExecutor::Transaction(t) => run(*t, spec, order).await,
+        DatabaseExecutor::OwnedTransaction(t) => run(t, spec, order).await,
+    };
+    result.map_err(|e| DbErr::Migration(e.to_string()))
+}
+
 /// Takes over a position column the table already has (an integer order the app kept
-/// itself), keeping its order, or the order of `order_by` when given: see
-/// [`ordered_core::migration::adopt_ordering`]. A key strategy is refused.
+/// itself), keeping its order, or the order of `order_by` when given:
+/// [`OrderedTable::adopt_ordering`](crate::OrderedTable::adopt_ordering) on the
+/// migration's connection. A second run changes nothing; a key strategy is refused.
 pub async fn adopt_ordering(
     manager: &SchemaManager<'_>,
     spec: &Spec,
     order_by: &[&str],
-) -> Result<(), DbErr> {
-    let d = engine(manager)?;
-    let m = ordered_core::migration::adopt_ordering(d, spec, order_by)
-        .map_err(|e| DbErr::Migration(e.to_string()))?;
-    apply(manager, &m.up).await
+) -> Result<ordered_core::migration::Ensured, DbErr> {
+    on_connection(manager, spec, Some(order_by)).await
+}
+
+/// Adds what the table lacks of what the library needs, nothing when all is there:
+/// [`OrderedTable::ensure_ordering`](crate::OrderedTable::ensure_ordering) on the
+/// migration's connection.
+pub async fn ensure_ordering(
+    manager: &SchemaManager<'_>,
+    spec: &Spec,
+) -> Result<ordered_core::migration::Ensured, DbErr> {
+    on_connection(manager, spec, None).await
 }
 
 /// Creates the parent table (`id`, the version column if the spec names one, your

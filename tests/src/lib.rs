@@ -45,6 +45,17 @@ pub struct Schema {
     /// The items' `title` column has a unique index of the application's (every insert
     /// of the scripts has the same title, so a second one breaks it).
     pub unique_title: bool,
+    /// As [`Schema::adopt`], but not adopted yet: the script adopts the table itself
+    /// ([`Step::Adopt`]). Items 0 to 4 are the seeded rows.
+    pub own: bool,
+    /// The app's parent table already has the version column (each parent row at
+    /// version 41), which the adoption keeps.
+    pub parent_version: bool,
+    /// The position column is a 32-bit `INTEGER` (PostgreSQL, MySQL/MariaDB; SQLite's
+    /// `INTEGER` is 64-bit).
+    pub int32_position: bool,
+    /// A tree whose parent foreign key is `ON DELETE SET NULL` instead of `CASCADE`.
+    pub set_null: bool,
 }
 
 impl Schema {
@@ -62,6 +73,10 @@ impl Schema {
         tree: false,
         link: false,
         unique_title: false,
+        own: false,
+        parent_version: false,
+        int32_position: false,
+        set_null: false,
     };
     /// `BIGINT` keys, fractional-key positions.
     pub const KEYS: Schema = Schema {
@@ -207,6 +222,43 @@ pub enum Step {
     /// Move with a version that falls back to the neighbour check
     /// (`Concurrency::VersionOrNeighbours`).
     MoveVersionOrNeighbours(usize, At, i64),
+    /// `ensure_ordering`: the outcome's position is the mask of what it added
+    /// ([`fixes_mask`]).
+    Ensure,
+    /// `adopt_ordering` in the column's own order: the outcome's position is the mask
+    /// of what it added.
+    Adopt,
+    /// `check_schema`.
+    CheckSchema,
+    /// The app drops the unique constraint on `(scope, position)`, as SeaORM 2.0's
+    /// entity-first schema sync does at every start.
+    DropUnique,
+    /// The app writes this position (`None`: NULL) into an item's row around the
+    /// library: the scripts expect the schema to refuse it.
+    WriteAround(usize, Option<i64>),
+}
+
+/// The mask of what `ensure_ordering` or `adopt_ordering` added: bit `n` for the `n`th
+/// of `LockTable, VersionColumn, Widened, Renumbered, NotNull, Check, DomainTriggers,
+/// ParentIndex, Unique, RootUnique`.
+pub fn fixes_mask(e: &ordered_core::migration::Ensured) -> i64 {
+    use ordered_core::migration::Fix;
+    e.added
+        .iter()
+        .map(|f| match f {
+            Fix::LockTable => 1,
+            Fix::VersionColumn => 2,
+            Fix::Widened => 4,
+            Fix::Renumbered => 8,
+            Fix::NotNull => 16,
+            Fix::Check => 32,
+            Fix::DomainTriggers => 64,
+            Fix::ParentIndex => 128,
+            Fix::Unique => 256,
+            Fix::RootUnique => 512,
+            _ => 1 << 20,
+        })
+        .sum()
 }
 
 /// A placement whose anchors are creation indexes (`999` names an item that does not
@@ -425,6 +477,110 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
                 ..ints
             },
             tree,
+        ),
+        (
+            // SeaORM 2.0's entity-first sync drops the unique constraint at every start;
+            // ensure_ordering puts it back, and a second call changes nothing
+            "entity_first_sync",
+            ints,
+            vec![
+                Insert(1, Last),
+                Insert(1, Last),
+                Insert(2, Last),
+                DropUnique,  // 3
+                CheckSchema, // 4: refused
+                Ensure,      // 5: the unique constraint
+                CheckSchema, // 6
+                Ensure,      // 7: nothing
+                Move(0, After(1)),
+                Insert(1, Between(Some(1), Some(0))),
+            ],
+        ),
+        (
+            // the app's own column adopted at run time, twice: the second run is a
+            // no-op that leaves every position as it was
+            "adopt_twice",
+            Schema { own: true, ..ints },
+            vec![
+                CheckSchema, // 0: refused
+                Ensure,      // 1: refused (duplicates, a NULL), before any change
+                Adopt,       // 2
+                Adopt,       // 3: nothing, no row changed
+                CheckSchema, // 4
+                Ensure,      // 5: nothing
+                Move(2, First),
+                Insert(1, Between(Some(3), Some(0))),
+            ],
+        ),
+        (
+            // the parent already has its version column: kept, with its values
+            "adopt_existing_version",
+            Schema {
+                own: true,
+                parent_version: true,
+                ..ints
+            },
+            vec![
+                Adopt,          // 0: no version column added
+                CheckSchema,    // 1
+                Move(0, First), // 2: the list's version goes from 41 to 42
+            ],
+        ),
+        (
+            // an INTEGER position column: check_schema says so, ensure_ordering widens it
+            // (SQLite's INTEGER is 64-bit already)
+            "int32_positions",
+            Schema {
+                int32_position: true,
+                ..ints
+            },
+            vec![
+                Insert(1, Last),
+                Insert(1, Last),
+                CheckSchema, // 2: refused but on SQLite
+                Ensure,      // 3: widened but on SQLite
+                CheckSchema, // 4
+                Insert(1, First),
+                Move(2, Last),
+            ],
+        ),
+        (
+            // an adopted column keeps the library's domain: on SQLite, which cannot add
+            // a CHECK to an existing column, through the adoption's triggers
+            "sqlite_check_rebuild",
+            Schema { own: true, ..ints },
+            vec![
+                Adopt,                                    // 0
+                CheckSchema,                              // 1
+                WriteAround(0, None),                     // 2: refused
+                WriteAround(0, Some(-(1_i64 << 62) - 1)), // 3: refused
+                WriteAround(1, Some(1_i64 << 62)),        // 4: refused
+                Insert(1, First),
+                Rebalance(1),
+            ],
+        ),
+        (
+            // a tree whose parent foreign key is ON DELETE SET NULL: check_schema and
+            // ensure_ordering say so, and deleting a node with children is that
+            // schema_mismatch, never "inconsistent"
+            "tree_set_null",
+            Schema {
+                id: KeyType::Uuid,
+                parent: KeyType::Uuid,
+                tree: true,
+                set_null: true,
+                ..ints
+            },
+            vec![
+                Insert(0, Last), // 0: root
+                Insert(0, Last), // 1: root
+                Insert(1, Last), // 2: a child of 0, at the position 0 has
+                Insert(1, Last), // 3: a child of 0, at the position 1 has
+                CheckSchema,     // 4: refused
+                Ensure,          // 5: refused
+                Remove(0),       // 6: refused
+                Remove(2),       // 7: a leaf
+            ],
         ),
         (
             "adopt_existing_column",

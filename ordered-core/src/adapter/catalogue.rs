@@ -6,10 +6,12 @@
 /// list's, both [`AppKey`](crate::AppKey)).
 ///
 /// The front writes, in the `impl<K: AppKey, P: AppKey>` block the macro is called in,
-/// three methods the catalogue calls:
+/// four methods the catalogue calls:
 /// - `insert(&self, conn, parent: impl Into<P>, at: Placement, insert: F) -> Result<Inserted<T, K, P>>`;
 /// - `write(&self, conn, req: Request) -> Result<Outcome<K, P>>`;
-/// - `read(&self, conn, job: Job) -> Result<Finished>`.
+/// - `read(&self, conn, job: Job) -> Result<Finished>`;
+/// - `schema_job(&self, conn, job: Job) -> Result<Finished>`: a job that may open a
+///   transaction (`ensure_ordering`), on the writers' connection type.
 ///
 /// `Result` and `Slot` are the front's own, named where the macro is called. The
 /// arguments: `async` or `sync`, the connection parameter's type and bound (`reads:` a
@@ -166,6 +168,45 @@ macro_rules! operations {
         pub fn check_schema<C: $rbound>(&self, conn: $conn) -> Result<()> {
             $crate::operations!(@await $mode self.read(conn, $crate::adapter::Job::CheckSchema))?.into_checked()?;
             Ok(())
+        });
+
+        $crate::operations!(@fn $mode
+        /// Brings the table to what the library needs, adding exactly what
+        /// `check_schema` reports missing: the unique constraint on `(scope, position)`
+        /// (deferrable on PostgreSQL), the domain CHECK (on SQLite, which cannot add
+        /// one to an existing column, two triggers that refuse the same rows), `NOT
+        /// NULL`, a 32-bit position column widened to `BIGINT`, the parent's version
+        /// column or the lock table, the root list's unique index. A table that has
+        /// all of it is left alone, so it is safe to call at every start, after an
+        /// entity-first schema sync that dropped the constraint. What it cannot add it
+        /// refuses before any change, as
+        /// [`SchemaMismatch`](ordered_core::Error::SchemaMismatch): no position
+        /// column, a unique constraint that is not deferrable or an index of that name
+        /// over other columns, a foreign key that sets the scope to NULL, and rows that
+        /// would break what it adds (positions shared in a list, missing or out of the
+        /// domain: renumber them with `adopt_ordering`). On PostgreSQL and SQLite it is
+        /// one transaction; MySQL/MariaDB commit each DDL statement, so there a failure
+        /// halfway leaves what was added, and a second call adds the rest.
+        pub fn ensure_ordering<C: $cbound>(&self, conn: $conn) -> Result<$crate::migration::Ensured> {
+            let f = $crate::operations!(@await $mode self.schema_job(conn, $crate::adapter::Job::Ensure))?;
+            Ok(f.into_ensured()?)
+        });
+
+        $crate::operations!(@fn $mode
+        /// Takes over the position column the application already orders by (0- or
+        /// 1-based, with gaps, duplicates or NULLs): renumbers every list in the order
+        /// of `order_by` (columns, each optionally `ASC` or `DESC`; empty: the column
+        /// itself, NULLs last, ties by id), then adds what
+        /// [`ensure_ordering`](Self::ensure_ordering) would, keeping a version column
+        /// the parent already has. On a table that already has all the library needs
+        /// it does nothing, so a second run changes no row. Its refusals come before
+        /// any change; on MySQL/MariaDB, whose DDL commits statement by statement,
+        /// every statement that can fail runs before the first row is renumbered, and
+        /// the renumbering is one transaction.
+        pub fn adopt_ordering<C: $cbound>(&self, conn: $conn, order_by: &[&str]) -> Result<$crate::migration::Ensured> {
+            let job = $crate::adapter::Job::Adopt(order_by.iter().map(|s| (*s).to_owned()).collect());
+            let f = $crate::operations!(@await $mode self.schema_job(conn, job))?;
+            Ok(f.into_ensured()?)
         });
 
         $crate::operations!(@fn $mode

@@ -46,7 +46,7 @@ use crate::plan::{Read, Request, Row};
 use crate::position::Position;
 use crate::retry::{self, Attempts, Class, Stop};
 use crate::sql::{self, Dialect, Statement};
-use crate::{Changes, verify};
+use crate::{Changes, migration, verify};
 
 /// What the protocol needs to know of a client's error, beside its text.
 pub trait DbFailure: std::fmt::Display + std::fmt::Debug {
@@ -89,6 +89,11 @@ pub enum Job {
     CheckSchema,
     /// `check_key_order`: the key column's collation.
     CheckKeyOrder,
+    /// `ensure_ordering`: adds what the table lacks ([`migration::ensure_plan`]).
+    Ensure,
+    /// `adopt_ordering`: renumbers in this order and adds what the table lacks
+    /// ([`migration::adopt_plan`]).
+    Adopt(Vec<String>),
 }
 
 /// What a [`Job`] produced.
@@ -106,6 +111,8 @@ pub enum Finished {
     Report(verify::Report),
     /// A check passed.
     Checked,
+    /// What `ensure_ordering` or `adopt_ordering` added.
+    Ensured(migration::Ensured),
 }
 
 macro_rules! finished_as {
@@ -143,6 +150,8 @@ finished_as! {
     into_index -> u64 = Index;
     /// `verify`'s report.
     into_report -> verify::Report = Report;
+    /// `ensure_ordering`'s and `adopt_ordering`'s report.
+    into_ensured -> migration::Ensured = Ensured;
 }
 
 /// What the adapter must do next.
@@ -415,7 +424,23 @@ enum State {
     Read,
     /// `index_of`: the count before the item.
     Count,
+    /// `ensure_ordering`: the schema probe.
+    Inspect,
+    /// `ensure_ordering`: the count of rows that would break what it adds.
+    RowsCheck,
+    /// `ensure_ordering`: its statements, one at a time.
+    Ddl,
+    /// `ensure_ordering`: the rollback after a statement of its transaction failed.
+    DdlRollback,
     Over,
+}
+
+/// One step of `ensure_ordering`'s plan.
+#[derive(Debug)]
+enum Ddl {
+    Run(String),
+    Begin,
+    Commit,
 }
 
 /// One job in flight: see the module docs.
@@ -435,6 +460,11 @@ pub struct Protocol<E> {
     outcome: Option<Outcome>,
     failure: Option<Failure<E>>,
     span: tracing::Span,
+    /// `ensure_ordering`: the steps left, what they add, and whether its transaction
+    /// is open.
+    ddl: std::collections::VecDeque<Ddl>,
+    ensured: Vec<migration::Fix>,
+    in_ddl_txn: bool,
 }
 
 impl<E: DbFailure> Protocol<E> {
@@ -454,6 +484,9 @@ impl<E: DbFailure> Protocol<E> {
             locked: None,
             outcome: None,
             failure: None,
+            ddl: std::collections::VecDeque::new(),
+            ensured: Vec::new(),
+            in_ddl_txn: false,
             span: match &job {
                 Job::Write(req) => crate::observe::span(&settings.spec, req),
                 _ => tracing::Span::none(),
@@ -592,6 +625,14 @@ impl<E: DbFailure> Protocol<E> {
             (State::Duplicate, feed) => {
                 let failure = self.take_failure();
                 match feed {
+                    // a foreign key that set a scope column to NULL moved rows onto
+                    // taken positions: the schema's doing, not an inconsistency
+                    Feed::Reply(Reply::Count(n)) if sql::Facts(n).has(sql::SCHEMA_SET_NULL) => {
+                        self.fail(Failure::Refused(crate::migration::set_null(
+                            self.dialect,
+                            &self.settings.spec,
+                        )))
+                    }
                     Feed::Reply(Reply::Count(n)) => {
                         match verify::check_unique(self.dialect, &self.settings.spec, n) {
                             Err(e) => self.fail(Failure::Refused(e)),
@@ -613,6 +654,39 @@ impl<E: DbFailure> Protocol<E> {
                 self.finish(Finished::Index(u64::try_from(n).unwrap_or(0)))
             }
             (State::Count, other) => self.unexpected_feed(other),
+            (State::Inspect, Feed::Reply(Reply::Count(n))) => self.inspected(n),
+            (State::RowsCheck, Feed::Reply(Reply::Count(0))) => self.next_ddl(),
+            (State::RowsCheck, Feed::Reply(Reply::Count(n))) => {
+                self.fail(Failure::Refused(Error::SchemaMismatch {
+                    table: self.settings.spec.table.to_owned(),
+                    problem: "rows of it would break a constraint it lacks: positions shared within a list, missing, or outside the library's domain",
+                    fix: format!(
+                        "{n} such rows or shared positions: renumber the table with adopt_ordering (it keeps each list's order: position, then id), then run ensure_ordering again"
+                    ),
+                }))
+            }
+            (State::Ddl, Feed::Began { nested }) => {
+                self.nested = nested;
+                self.next_ddl()
+            }
+            (State::Ddl, Feed::Reply(_) | Feed::Ok) => self.next_ddl(),
+            (State::Inspect | State::RowsCheck | State::Ddl, Feed::Failed(e)) => {
+                if self.in_ddl_txn {
+                    self.in_ddl_txn = false;
+                    self.failure = Some(Failure::of(e));
+                    self.state = State::DdlRollback;
+                    Io::Rollback {
+                        savepoint: self.nested,
+                    }
+                } else {
+                    self.fail(Failure::of(e))
+                }
+            }
+            (State::DdlRollback, _) => {
+                let failure = self.take_failure();
+                self.fail(failure)
+            }
+            (State::Inspect | State::RowsCheck | State::Ddl, other) => self.unexpected_feed(other),
             (State::Causal(_) | State::Read, other) => self.unexpected_feed(other),
             (State::Over, _) => self.fail(Failure::Refused(Error::Inconsistent(
                 "the protocol was driven past its end".into(),
@@ -675,10 +749,69 @@ impl<E: DbFailure> Protocol<E> {
                 self.state = State::Read;
                 Io::Execute(sql::schema_probe(d, spec))
             }
+            Job::Ensure | Job::Adopt(_) => {
+                self.state = State::Inspect;
+                Io::Execute(sql::schema_probe(d, spec))
+            }
             Job::CheckKeyOrder if !s.is_key() => self.finish(Finished::Checked),
             Job::CheckKeyOrder => {
                 self.state = State::Read;
                 Io::Execute(sql::probe_key_order(d, spec, verify::KEY_ORDER_PROBES))
+            }
+        }
+    }
+
+    /// `ensure_ordering`: the plan for what the probe found, refused before any change
+    /// if it cannot be carried out.
+    fn inspected(&mut self, probe: i64) -> Io<E> {
+        let (d, spec) = (self.dialect, &self.settings.spec);
+        let plan = match &self.job {
+            Job::Adopt(order) => {
+                let order: Vec<&str> = order.iter().map(String::as_str).collect();
+                migration::adopt_plan(d, spec, probe, &order)
+            }
+            _ => migration::ensure_plan(d, spec, probe),
+        };
+        let plan = match plan {
+            Ok(p) => p,
+            Err(e) => return self.fail(Failure::Refused(e)),
+        };
+        self.ensured = plan.added;
+        self.ddl = plan.before.into_iter().map(Ddl::Run).collect();
+        if !plan.atomic.is_empty() {
+            self.ddl.push_back(Ddl::Begin);
+            self.ddl.extend(plan.atomic.into_iter().map(Ddl::Run));
+            self.ddl.push_back(Ddl::Commit);
+        }
+        self.ddl.extend(plan.after.into_iter().map(Ddl::Run));
+        match plan.rows_check {
+            Some(check) => {
+                self.state = State::RowsCheck;
+                Io::Execute(check)
+            }
+            None => self.next_ddl(),
+        }
+    }
+
+    /// `ensure_ordering`: its next statement, or its report.
+    fn next_ddl(&mut self) -> Io<E> {
+        self.state = State::Ddl;
+        match self.ddl.pop_front() {
+            Some(Ddl::Run(stmt)) => Io::Execute(sql::command(&stmt)),
+            Some(Ddl::Begin) => {
+                self.in_ddl_txn = true;
+                Io::Begin
+            }
+            Some(Ddl::Commit) => {
+                self.in_ddl_txn = false;
+                Io::Commit {
+                    savepoint: self.nested,
+                    then_check: false,
+                }
+            }
+            None => {
+                let added = std::mem::take(&mut self.ensured);
+                self.finish(Finished::Ensured(migration::Ensured { added }))
             }
         }
     }

@@ -243,14 +243,9 @@ fn adopt<C: TestConn>(_: ()) {
         .filter_map(|r| r.position.as_int())
         .collect();
     assert_eq!(positions, [1024, 2048, 3072, 4096, 5120], "{}", C::name());
-    let checked = ord(&t).check_schema(&mut c);
-    if d == Dialect::Sqlite {
-        // SQLite cannot add the CHECK to an existing column: the check says so
-        let e = checked.unwrap_err();
-        assert!(e.to_string().contains("no CHECK"), "{e}");
-    } else {
-        checked.unwrap();
-    }
+    // SQLite cannot add the CHECK to an existing column: the adoption's triggers stand
+    // in for it, and check_schema accepts them
+    ord(&t).check_schema(&mut c).unwrap();
     // the library writes it from here on
     let n = add(
         &mut c,

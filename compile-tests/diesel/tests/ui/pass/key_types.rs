@@ -3,7 +3,7 @@ use ordered_diesel::{KeyType, Ordered};
 diesel::table! { boards (id) { id -> Text, } }
 diesel::table! { cards (id) { id -> Binary, board_id -> Text, position -> BigInt, } }
 diesel::table! { lists (id) { id -> Integer, } }
-diesel::table! { steps (id) { id -> SmallInt, list_id -> Integer, position -> Integer, } }
+diesel::table! { steps (id) { id -> SmallInt, list_id -> Integer, position -> BigInt, } }
 
 // string boards, 16-byte UUID cards (MySQL BINARY(16), an SQLite blob)
 #[derive(Ordered)]
@@ -31,7 +31,7 @@ struct Shown {
 struct Step {
     id: i16,
     list_id: i32,
-    position: i32,
+    position: i64,
 }
 
 diesel::table! { column_cards (id) { id -> Binary, board_id -> Text, status -> Text, lane -> Integer, position -> BigInt, } }
