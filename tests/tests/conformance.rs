@@ -1845,10 +1845,21 @@ fn untagged(o: &Outcome, script: &str) -> Outcome {
             problem,
             fix,
         }) => {
+            // k_<script>_<tag>_ becomes k_<script>_*_, whatever the tag (d, a, s, gd, ...)
             let scrub = |t: &str| {
-                ["d", "a", "s"].iter().fold(t.to_owned(), |t, orm| {
-                    t.replace(&format!("k_{script}_{orm}_"), &format!("k_{script}_*_"))
-                })
+                let prefix = format!("k_{script}_");
+                let mut out = String::new();
+                let mut rest = t;
+                while let Some(at) = rest.find(&prefix) {
+                    let after = &rest[at + prefix.len()..];
+                    let tag = after.find('_').unwrap_or(after.len());
+                    out.push_str(&rest[..at]);
+                    out.push_str(&prefix);
+                    out.push('*');
+                    rest = &after[tag..];
+                }
+                out.push_str(rest);
+                out
             };
             Err(ordered_core::Error::SchemaMismatch {
                 table: scrub(table),
