@@ -37,7 +37,7 @@ pub fn check_schema(d: crate::Dialect, spec: &Spec, probe: i64) -> Result<(), Er
     };
     if f.has(SCHEMA_NO_POSITION) {
         return Err(mismatch(
-            "it has no position column (or the table is missing)",
+            NO_POSITION,
             format!(
                 "add one with add_ordering, or adopt the column the application orders {t} by with adopt_ordering"
             ),
@@ -107,6 +107,10 @@ pub fn check_schema(d: crate::Dialect, spec: &Spec, probe: i64) -> Result<(), Er
     }
     Ok(())
 }
+
+/// The problem [`check_schema`] reports for a table without its position column (what
+/// `add_ordering` run at run time expects to find).
+pub const NO_POSITION: &str = "it has no position column (or the table is missing)";
 
 /// The unique-constraint part of [`check_schema`] (what a write refused by a duplicate
 /// position is explained by).

@@ -58,6 +58,28 @@ pub async fn add_ordering(
     backfill: Backfill<'_>,
 ) -> Result<(), DbErr> {
     let d = engine(manager)?;
+    // refused before any change when the column is there already: on MySQL/MariaDB the
+    // statements commit one by one, and a second run would fail halfway
+    let table = crate::OrderedTable::new(*spec);
+    let found = match manager.get_connection() {
+        sea_orm::DatabaseExecutor::Connection(db) => table.check_schema(*db).await,
+        sea_orm::DatabaseExecutor::Transaction(t) => table.check_schema(*t).await,
+        sea_orm::DatabaseExecutor::OwnedTransaction(t) => table.check_schema(t).await,
+    };
+    let missing = matches!(
+        found.as_ref().map_err(crate::Error::refusal),
+        Err(Some(ordered_core::Error::SchemaMismatch { problem, .. }))
+            if *problem == ordered_core::verify::NO_POSITION
+    );
+    if !missing {
+        return Err(DbErr::Migration(match found {
+            Err(e) if e.refusal().is_none() => e.to_string(),
+            _ => format!(
+                "{} already has its position column {}: adopt_ordering or ensure_ordering completes it, and add_ordering changed nothing",
+                spec.table, spec.position
+            ),
+        }));
+    }
     apply(
         manager,
         &ordered_core::migration::add_ordering(d, spec, backfill).up,

@@ -446,6 +446,17 @@ async fn schema_manager_migrations_up_down_up() {
             add_ordering(&manager, &spec, Backfill::By(&["id"]))
                 .await
                 .unwrap();
+            // a second run is refused before any change (on MySQL/MariaDB it used to add
+            // the version column, then fail on the position column)
+            let again = add_ordering(&manager, &spec, Backfill::By(&["id"]))
+                .await
+                .unwrap_err();
+            assert!(
+                again
+                    .to_string()
+                    .contains("already has its position column"),
+                "{engine} {sname}: {again}"
+            );
             assert_eq!(
                 ids(&db, spec, ordered_seaorm::Id::Int(1)).await,
                 [1, 2, 3],
