@@ -530,6 +530,14 @@ macro_rules! settings_options {
             self
         }
 
+        /// What the next removals of a tree's row do to the rows below it
+        /// ([`Removal`](ordered_core::Removal): the database's cascade, the default;
+        /// refused while it has children; or its children lifted into its place).
+        pub fn removal(mut self, removal: $crate::Removal) -> Self {
+            self.s.spec = self.s.spec.with_removal(removal);
+            self
+        }
+
         /// Sets the retry policy.
         pub fn retry(mut self, policy: $crate::RetryPolicy) -> Self {
             self.s.retry = policy;
@@ -918,65 +926,73 @@ impl Operation {
                         self.queue.push_back((s, Awaiting::LockOf));
                     }
                 }
-                Phase::Discover => match plan::parents_to_lock(&self.req, &self.reads) {
-                    Err(Step::Read(q)) => return Ok(self.emit_read(*q, false)),
-                    Err(Step::Fail(e)) => return Err(e),
-                    Ok(mut ps) => {
-                        if self.controls.lock_in_request_order {
-                            ps = self.request_order(ps);
-                        }
-                        self.primary = plan::primary_parent(&self.req, &ps, &self.reads);
-                        self.primary_key = self.primary.map(|p| self.spec.lock_key(p));
-                        // the parent rows: one lock per row, however many of its lists
-                        // (a table split by more scope columns) the request names
-                        let mut keys: Vec<Id> = Vec::with_capacity(ps.len());
-                        for p in ps {
-                            let k = self.spec.lock_key(p);
-                            if !keys.contains(&k) {
-                                keys.push(k);
+                Phase::Discover => {
+                    match plan::parents_to_lock(&self.spec, &self.req, &self.reads) {
+                        Err(Step::Read(q)) => return Ok(self.emit_read(*q, false)),
+                        Err(Step::Fail(e)) => return Err(e),
+                        Ok(mut ps) => {
+                            if self.controls.lock_in_request_order {
+                                ps = self.request_order(ps);
                             }
-                        }
-                        // in the order of the parent rows' keys, not of the collections
-                        // (`(board, status)` tuples order by their encoding's length
-                        // first): every writer of the table locks in one order
-                        if !self.controls.lock_in_request_order {
-                            keys.sort_unstable();
-                        }
-                        let mut ps = keys;
-                        // a tree's move to another parent: the root list's lock first
-                        // (every such move takes it first, so none waits for it while
-                        // holding another list), so parent changes are serialized and
-                        // the cycle check under it sees all of them
-                        if self.spec.is_tree()
-                            && ps.len() > 1
-                            && matches!(self.req, Request::MoveToParent { .. })
-                        {
-                            self.tree_lock = !ps.contains(&Id::ROOT);
-                            ps.retain(|p| *p != Id::ROOT);
-                            ps.insert(0, Id::ROOT);
-                        }
-                        let bump = !self.controls.skip_version_bump;
-                        for &p in &ps {
-                            let bump = bump && !(self.tree_lock && p == Id::ROOT);
-                            if let Some(s) = sql::lock_by_bump(self.dialect, &self.spec, p, bump) {
-                                self.queue.push_back((s, Awaiting::Bumped(p)));
-                                self.unread_versions.push(p);
-                                continue;
+                            self.primary = plan::primary_parent(&self.req, &ps, &self.reads);
+                            self.primary_key = self.primary.map(|p| self.spec.lock_key(p));
+                            // the parent rows: one lock per row, however many of its lists
+                            // (a table split by more scope columns) the request names
+                            let mut keys: Vec<Id> = Vec::with_capacity(ps.len());
+                            for p in ps {
+                                let k = self.spec.lock_key(p);
+                                if !keys.contains(&k) {
+                                    keys.push(k);
+                                }
                             }
-                            let stmts = sql::lock_parent(self.dialect, &self.spec, p, bump);
-                            for s in stmts {
-                                let aw = match s.returns {
-                                    Returns::Parent => Awaiting::Lock(p),
-                                    Returns::Count => Awaiting::LockRow(p),
-                                    _ => Awaiting::Write,
-                                };
-                                self.queue.push_back((s, aw));
+                            // in the order of the parent rows' keys, not of the collections
+                            // (`(board, status)` tuples order by their encoding's length
+                            // first): every writer of the table locks in one order
+                            if !self.controls.lock_in_request_order {
+                                keys.sort_unstable();
                             }
+                            let mut ps = keys;
+                            // a tree's move to another parent (or a removal that lifts or
+                            // checks the children): the root list's lock first
+                            // (every such move takes it first, so none waits for it while
+                            // holding another list), so parent changes are serialized and
+                            // the cycle check under it sees all of them
+                            if self.spec.is_tree()
+                                && ps.len() > 1
+                                && matches!(
+                                    self.req,
+                                    Request::MoveToParent { .. } | Request::Remove { .. }
+                                )
+                            {
+                                self.tree_lock = !ps.contains(&Id::ROOT);
+                                ps.retain(|p| *p != Id::ROOT);
+                                ps.insert(0, Id::ROOT);
+                            }
+                            let bump = !self.controls.skip_version_bump;
+                            for &p in &ps {
+                                let bump = bump && !(self.tree_lock && p == Id::ROOT);
+                                if let Some(s) =
+                                    sql::lock_by_bump(self.dialect, &self.spec, p, bump)
+                                {
+                                    self.queue.push_back((s, Awaiting::Bumped(p)));
+                                    self.unread_versions.push(p);
+                                    continue;
+                                }
+                                let stmts = sql::lock_parent(self.dialect, &self.spec, p, bump);
+                                for s in stmts {
+                                    let aw = match s.returns {
+                                        Returns::Parent => Awaiting::Lock(p),
+                                        Returns::Count => Awaiting::LockRow(p),
+                                        _ => Awaiting::Write,
+                                    };
+                                    self.queue.push_back((s, aw));
+                                }
+                            }
+                            self.locked = ps;
+                            self.phase = Phase::Locked;
                         }
-                        self.locked = ps;
-                        self.phase = Phase::Locked;
                     }
-                },
+                }
                 Phase::Locked => {
                     // reads taken before the lock may be stale: start over, with the
                     // reads the planner will need first in one statement

@@ -225,6 +225,13 @@ pub enum Error {
         /// The list.
         parent: Id,
     },
+    /// A tree's row with rows below it, removed under
+    /// [`Removal::Refuse`](crate::spec::Removal::Refuse). Nothing was written.
+    #[error("item {id} has items below it: move or remove them first")]
+    HasChildren {
+        /// The row.
+        id: Id,
+    },
     /// The request cannot be run this way (an insert passed where no row can be
     /// inserted). Nothing was written.
     #[error("invalid request: {0}")]
@@ -370,6 +377,7 @@ impl Error {
             Error::InvalidRequest(_) => "invalid_request",
             Error::Constraint { .. } => "constraint_violation",
             Error::AlreadyInList { .. } => "already_in_list",
+            Error::HasChildren { .. } => "has_children",
             Error::SchemaMismatch { .. } => "schema_mismatch",
             Error::Inconsistent(_) => "inconsistent",
         }
@@ -390,6 +398,7 @@ impl Error {
             | Error::ReorderMismatch { .. }
             | Error::WouldCycle { .. }
             | Error::AlreadyInList { .. }
+            | Error::HasChildren { .. }
             | Error::AlreadyApplied { .. } => Status::Conflict,
             // a duplicate conflicts with an existing row; any other constraint says the
             // row cannot be stored as sent

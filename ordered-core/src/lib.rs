@@ -63,7 +63,7 @@ pub use key::KeyError;
 pub use plan::{Passes, Placement, Plan, Request, Row, Write};
 pub use position::{MAX_POSITION, MIN_POSITION, Position, PositionKind};
 pub use retry::RetryPolicy;
-pub use spec::{NullScope, Ordered, ScopeColumn, Spec};
+pub use spec::{NullScope, Ordered, Removal, ScopeColumn, Spec};
 pub use sql::Dialect;
 pub use strategy::{
     Dense, Fractional, Gapped, PositionStrategy, RebalancePolicy, Spread, SpreadMode,

@@ -88,7 +88,7 @@ impl Store {
     pub fn apply(&mut self, req: &Request) -> Result<Plan, Error> {
         let mut reads = Reads::new();
         let locked = loop {
-            match plan::parents_to_lock(req, &reads) {
+            match plan::parents_to_lock(&self.spec, req, &reads) {
                 Ok(ps) => {
                     let mut keys: Vec<_> = ps.into_iter().map(|p| self.spec.lock_key(p)).collect();
                     keys.sort_unstable();

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use crate::Id;
 use crate::error::Error;
 use crate::position::{MAX_POSITION, MIN_POSITION, PARK_POSITION, Position};
-use crate::spec::Spec;
+use crate::spec::{Removal, Spec};
 use crate::strategy::{PositionStrategy, RebalancePolicy, Spread, SpreadMode};
 
 /// Where to put an item.
@@ -495,7 +495,7 @@ impl Plan {
 
 /// The collections an operation must lock, in increasing id order. Runs before the lock
 /// on unlocked reads; the planner re-checks everything under the lock.
-pub fn parents_to_lock(req: &Request, reads: &Reads) -> Result<Vec<Id>, Step> {
+pub fn parents_to_lock(spec: &Spec, req: &Request, reads: &Reads) -> Result<Vec<Id>, Step> {
     let parent_of = |id: Id| -> Result<Id, Step> {
         reads
             .item(id)?
@@ -506,10 +506,16 @@ pub fn parents_to_lock(req: &Request, reads: &Reads) -> Result<Vec<Id>, Step> {
         Request::Insert { parent, .. }
         | Request::Reorder { parent, .. }
         | Request::Rebalance { parent } => vec![*parent],
-        Request::Move { item, .. }
-        | Request::MoveUp { item }
-        | Request::MoveDown { item }
-        | Request::Remove { item } => vec![parent_of(*item)?],
+        Request::Move { item, .. } | Request::MoveUp { item } | Request::MoveDown { item } => {
+            vec![parent_of(*item)?]
+        }
+        // a tree's removal that looks below the row: its list of children too
+        Request::Remove { item }
+            if spec.is_tree() && spec.removal != crate::spec::Removal::Cascade =>
+        {
+            vec![parent_of(*item)?, *item]
+        }
+        Request::Remove { item } => vec![parent_of(*item)?],
         Request::MoveToParent { item, parent, .. } => vec![parent_of(*item)?, *parent],
         Request::Swap { a, .. } => vec![parent_of(*a)?],
     };
@@ -1139,6 +1145,16 @@ impl Planner<'_> {
 
     fn remove(&self, item: Id) -> Result<Plan, Step> {
         let row = self.locked_item(item)?;
+        if self.spec.is_tree() && self.spec.removal != Removal::Cascade {
+            // its list of children, locked too (parents_to_lock)
+            let children = self.reads.range(RangeRead::all(item))?;
+            if !children.is_empty() {
+                return match self.spec.removal {
+                    Removal::Refuse => Err(Error::HasChildren { id: item }.into()),
+                    _ => self.lift(row, children),
+                };
+            }
+        }
         let mut writes = vec![Write::Delete { id: item }];
         if self.spec.is_tree() {
             // the subtree goes with it: its rows are reported, its lists' lock rows go
@@ -1153,6 +1169,107 @@ impl Planner<'_> {
             if end > from {
                 writes.push(shift(row.parent, from + 1, end, -1));
                 relabelled = (end - from) as u64;
+            }
+        }
+        Ok(Plan {
+            writes,
+            insert: None,
+            position: None,
+            relabelled,
+        })
+    }
+
+    /// [`Removal::Lift`]: the children of `row` take its place in its list, in their
+    /// order, then it goes. While the gap after it (or before it) has room, one write
+    /// per child; else the whole list is relabelled with the children in its place.
+    fn lift(&self, row: Row, children: &[Row]) -> Result<Plan, Step> {
+        let parent = row.parent;
+        let all = self.reads.range(RangeRead::all(parent))?;
+        let at = all.iter().position(|r| r.id == row.id).ok_or_else(|| {
+            Step::Fail(Error::Inconsistent(
+                "the removed row is missing from its own list".into(),
+            ))
+        })?;
+        let prev = at
+            .checked_sub(1)
+            .and_then(|i| all.get(i))
+            .map(|r| &r.position);
+        let next = all.get(at + 1).map(|r| &r.position);
+        let k = children.len() as u64;
+        let exhausted = || Step::Fail(Error::Exhausted);
+        let fit = if self.s.is_dense() {
+            None
+        } else {
+            match self
+                .s
+                .spread(Some(&row.position), next, k, SpreadMode::Fit)?
+            {
+                Some(sp) => Some(sp),
+                None => self
+                    .s
+                    .spread(prev, Some(&row.position), k, SpreadMode::Fit)?,
+            }
+        };
+        let mut writes = Vec::new();
+        let mut relabelled = 0;
+        let mut sets = Vec::with_capacity(children.len());
+        match fit {
+            Some(sp) => {
+                for (i, c) in children.iter().enumerate() {
+                    let position = sp.nth(i as u64).ok_or_else(exhausted)?;
+                    sets.push(Write::Set {
+                        id: c.id,
+                        parent,
+                        position,
+                    });
+                }
+            }
+            None => {
+                // the row keeps a slot until it is deleted (deleting it first would
+                // take the children with it)
+                let total = all.len() as u64 + k;
+                let sp = self
+                    .s
+                    .spread(None, None, total, SpreadMode::Fit)?
+                    .ok_or_else(exhausted)?;
+                let order = all[..=at]
+                    .iter()
+                    .map(|r| (r, false))
+                    .chain(children.iter().map(|c| (c, true)))
+                    .chain(all[at + 1..].iter().map(|r| (r, false)));
+                let mut rows = Vec::new();
+                for (i, (r, child)) in order.enumerate() {
+                    let position = sp.nth(i as u64).ok_or_else(exhausted)?;
+                    if child {
+                        sets.push(Write::Set {
+                            id: r.id,
+                            parent,
+                            position,
+                        });
+                    } else if r.position != position {
+                        rows.push((r.id, position));
+                    }
+                }
+                relabelled = rows.len() as u64;
+                if !rows.is_empty() {
+                    writes.push(Write::Assign { parent, rows });
+                }
+            }
+        }
+        writes.extend(sets);
+        writes.push(Write::Delete { id: row.id });
+        // its emptied list's lock row goes, as with a cascade
+        writes.push(Write::Cascade {
+            item: row.id,
+            ids: Vec::new(),
+        });
+        if self.s.is_dense() {
+            // the hole the row left
+            let from = i64::try_from(at).unwrap_or(i64::MAX) + 1;
+            let end = i64::try_from(all.len() as u64 + k).unwrap_or(i64::MAX) - 1;
+            if end >= from {
+                writes.push(shift(parent, from, end, -1));
+                relabelled += (end - from + 1) as u64;
             }
         }
         Ok(Plan {

@@ -294,6 +294,7 @@ mod tests {
             unique: None,
             strategy: &crate::Gapped::DEFAULT,
             policy: crate::RebalancePolicy::Window,
+            removal: crate::Removal::Cascade,
         };
         let pg = format!(
             "duplicate key value violates unique constraint \"{}\"",

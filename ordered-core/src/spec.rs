@@ -122,6 +122,24 @@ pub struct Spec {
     pub strategy: &'static dyn PositionStrategy,
     /// What happens when no position fits.
     pub policy: RebalancePolicy,
+    /// A tree's removal of a row with rows below it ([`Removal`]).
+    pub removal: Removal,
+}
+
+/// What removing a tree's row does to the rows below it ([`Spec::with_removal`],
+/// or per handle with `removal(..)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Removal {
+    /// The database takes them (`ON DELETE CASCADE`); the changes list them removed.
+    #[default]
+    Cascade,
+    /// Refused with [`Error::HasChildren`](crate::Error::HasChildren) while it has any.
+    Refuse,
+    /// Its children take its place in its list, in their order, then it goes: the
+    /// changes list them at their new places (one row each while the gap has room,
+    /// else the whole list relabelled).
+    Lift,
 }
 
 impl Spec {
@@ -162,6 +180,7 @@ impl Spec {
             unique: None,
             strategy: &crate::Gapped::DEFAULT,
             policy: RebalancePolicy::Window,
+            removal: Removal::Cascade,
         }
     }
 
@@ -273,6 +292,20 @@ impl Spec {
         if matches!(self.null_scope, NullScope::Refused) {
             self.null_scope = NullScope::Root;
         }
+        self
+    }
+
+    /// What removing a tree's row does to the rows below it (a tree only; the
+    /// default, [`Removal::Cascade`], leaves it to the database's `ON DELETE CASCADE`).
+    ///
+    /// ```
+    /// use ordered_core::{Removal, Spec};
+    ///
+    /// const CATEGORIES: Spec = Spec::tree("categories", "parent_id").with_removal(Removal::Lift);
+    /// assert_eq!(CATEGORIES.removal, Removal::Lift);
+    /// ```
+    pub const fn with_removal(mut self, removal: Removal) -> Spec {
+        self.removal = removal;
         self
     }
 

@@ -305,7 +305,12 @@ fn cross_parent_moves_lock_both_in_increasing_order() {
         s.answer(&ordered_core::plan::Read::Item { id: a }),
     );
     assert_eq!(
-        ordered_core::plan::parents_to_lock(&req, &reads).unwrap(),
+        ordered_core::plan::parents_to_lock(
+            &spec(&Fractional::DEFAULT, RebalancePolicy::Window),
+            &req,
+            &reads
+        )
+        .unwrap(),
         [3, 9]
     );
     let plan = s.apply(&req).unwrap();

@@ -236,6 +236,8 @@ pub enum Step {
     /// The app writes this position (`None`: NULL) into an item's row around the
     /// library: the scripts expect the schema to refuse it.
     WriteAround(usize, Option<i64>),
+    /// Remove a tree's row under this removal policy.
+    RemoveWith(usize, ordered_core::Removal),
 }
 
 /// The mask of what `ensure_ordering` or `adopt_ordering` added: bit `n` for the `n`th
@@ -301,6 +303,7 @@ impl At {
 pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
     use At::*;
     use Step::*;
+    use ordered_core::Removal;
     let hot: Vec<Step> = (0..3)
         .map(|_| Insert(1, Last))
         .chain((0..30).map(|_| Insert(1, After(0))))
@@ -557,6 +560,35 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
                 WriteAround(1, Some(1_i64 << 62)),        // 4: refused
                 Insert(1, First),
                 Rebalance(1),
+            ],
+        ),
+        (
+            // a tree's removal policies: refused while it has children, its children
+            // lifted into its place (the whole list relabelled when the gap is too
+            // small, one row each when it is not), the database's cascade
+            "tree_remove_policies",
+            Schema {
+                id: KeyType::Uuid,
+                parent: KeyType::Uuid,
+                tree: true,
+                ..ints
+            },
+            vec![
+                Insert(0, Last),                 // 0: A (root)
+                Insert(0, Last),                 // 1: B (root)
+                Insert(1, Last),                 // 2: c1, a child of A
+                Insert(1, Last),                 // 3: c2
+                Insert(1, Last),                 // 4: c3
+                Insert(1, Last),                 // 5: c4
+                Insert(3, Last),                 // 6: g1, a child of c1
+                RemoveWith(0, Removal::Refuse),  // 7: refused
+                RemoveWith(0, Removal::Lift),    // 8: c1 c2 c3 c4 B
+                RemoveWith(2, Removal::Refuse),  // 9: refused (g1)
+                RemoveWith(6, Removal::Refuse),  // 10: a leaf
+                Insert(3, Last),                 // 11: g2, a child of c1
+                RemoveWith(2, Removal::Lift),    // 12: g2 c2 c3 c4 B
+                Insert(4, Last),                 // 13: h1, a child of c2
+                RemoveWith(3, Removal::Cascade), // 14: c2 and h1
             ],
         ),
         (

@@ -781,6 +781,9 @@ where
             ),
             Swap(a, b) => diesel_outcome(o.swap(&mut conn, ids[*a], ids[*b]), pos),
             Remove(i) => diesel_outcome(o.remove(&mut conn, ids[*i]), pos),
+            RemoveWith(i, r) => {
+                diesel_outcome(o.clone().removal(*r).remove(&mut conn, ids[*i]), pos)
+            }
             Reorder(p, order) => {
                 let want: Vec<Id> = order.iter().map(|i| ids[*i]).collect();
                 diesel_outcome(o.reorder(&mut conn, schema.parent(*p), &want), pos)
@@ -1036,6 +1039,9 @@ where
             ),
             Swap(a, b) => diesel_outcome(o.swap(&mut conn, ids[*a], ids[*b]).await, pos),
             Remove(i) => diesel_outcome(o.remove(&mut conn, ids[*i]).await, pos),
+            RemoveWith(i, r) => {
+                diesel_outcome(o.clone().removal(*r).remove(&mut conn, ids[*i]).await, pos)
+            }
             Reorder(p, order) => {
                 let want: Vec<Id> = order.iter().map(|i| ids[*i]).collect();
                 diesel_outcome(o.reorder(&mut conn, schema.parent(*p), &want).await, pos)
@@ -1273,6 +1279,9 @@ async fn run_seaorm(
             ),
             Swap(a, b) => seaorm_outcome(o.swap(&db, ids[*a], ids[*b]).await, pos),
             Remove(i) => seaorm_outcome(o.remove(&db, ids[*i]).await, pos),
+            RemoveWith(i, r) => {
+                seaorm_outcome(o.clone().removal(*r).remove(&db, ids[*i]).await, pos)
+            }
             Reorder(p, order) => {
                 let want: Vec<Id> = order.iter().map(|i| ids[*i]).collect();
                 seaorm_outcome(o.reorder(&db, schema.parent(*p), &want).await, pos)
@@ -1509,6 +1518,26 @@ fn expected(engine: &str, name: &str, d: &Run) {
         for i in 2..=4 {
             refused(i, "invalid_request");
         }
+    }
+    if name == "tree_remove_policies" {
+        let id = |i: usize| ok(i).rows[0].id;
+        refused(7, "has_children");
+        assert!(ok(8).removed.contains(&id(0)), "{engine} {name}: A goes");
+        refused(9, "has_children");
+        assert_eq!(ok(10).removed, vec![id(6)], "{engine} {name}: a leaf");
+        assert!(ok(12).removed.contains(&id(2)), "{engine} {name}");
+        let mut taken = ok(14).removed;
+        taken.sort_unstable();
+        let mut want = vec![id(3), id(13)];
+        want.sort_unstable();
+        assert_eq!(taken, want, "{engine} {name}: the cascade reports both");
+        // the children took their parents' places, in their order
+        let root: Vec<Id> =
+            d.1.iter()
+                .filter(|r| r.parent == Id::ROOT)
+                .map(|r| r.id)
+                .collect();
+        assert_eq!(root, vec![id(11), id(4), id(5), id(1)], "{engine} {name}");
     }
     if name == "tree_set_null" {
         for i in 4..=6 {

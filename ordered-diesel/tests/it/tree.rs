@@ -4,7 +4,8 @@
 //! move to the root and back, and the refusals: a move under the node itself or one of
 //! its descendants (`would_cycle`), under a node that does not exist. Then two writers
 //! at once move X under Y and Y under X, over and over: each round exactly one wins,
-//! the other is refused with `WouldCycle`, and the tree never holds a cycle.
+//! the other is refused with `WouldCycle`, and the tree never holds a cycle. Then a
+//! removal under `Removal::Refuse` racing a child's insert (PostgreSQL, MySQL/MariaDB).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -273,6 +274,44 @@ fn race<C: TestConn>(c: &mut C, insert: Insert<C>) {
     );
 }
 
+/// `Removal::Refuse` against a child being added at the same moment: the child's insert
+/// is in the app's own transaction, uncommitted, when the removal starts. The removal
+/// locks the node's list of children too, so it waits for that insert and then refuses;
+/// without that lock it would see no child, and the database's `ON DELETE CASCADE`
+/// would take the child it never saw.
+fn refuse_race<C: TestConn>(c: &mut C, insert: Insert<C>) {
+    let engine = C::name();
+    migrate(c);
+    untyped::<Node>()
+        .insert_last(c, None::<i64>, |c, slot| insert(c, 1, "x", &slot))
+        .unwrap();
+    let mut b = C::open("tree");
+    let removed = std::thread::scope(|s| {
+        let (started, wait) = std::sync::mpsc::channel::<()>();
+        let remover = s.spawn(move || {
+            wait.recv().unwrap();
+            let mut a = C::open("tree");
+            untyped::<Node>()
+                .removal(ordered_diesel::Removal::Refuse)
+                .remove(&mut a, 1)
+        });
+        b.transaction::<_, ordered_diesel::Error, _>(|b| {
+            untyped::<Node>().insert_last(b, Some(1), |b, slot| insert(b, 2, "child", &slot))?;
+            started.send(()).unwrap();
+            // the removal runs into the open insert meanwhile
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            Ok(())
+        })
+        .unwrap();
+        remover.join().unwrap()
+    });
+    let e = removed.expect_err("the removal must see the child");
+    assert_eq!(e.code(), "has_children", "{engine}: {e}");
+    assert_eq!(e.status(), Status::Conflict);
+    assert_eq!(ids(c, None::<i64>), [1], "{engine}");
+    assert_eq!(ids(c, 1), [2], "{engine}: the child stands");
+}
+
 #[test]
 fn a_tree_refuses_cycles_on_every_engine() {
     if enabled("sqlite") {
@@ -284,12 +323,14 @@ fn a_tree_refuses_cycles_on_every_engine() {
         let mut c = diesel::PgConnection::connect("tree");
         shapes(&mut c, insert_pg);
         race(&mut c, insert_pg);
+        refuse_race(&mut c, insert_pg);
     }
     #[cfg(feature = "mysql")]
     if enabled("mysql") {
         let mut c = diesel::MysqlConnection::connect("tree");
         shapes(&mut c, insert_mysql);
         race(&mut c, insert_mysql);
+        refuse_race(&mut c, insert_mysql);
     }
     #[cfg(not(feature = "mysql"))]
     if std::env::var("ORDERED_REQUIRE_DBS").is_ok_and(|v| v == "1") {
