@@ -16,7 +16,7 @@ pub fn derive_ordered(input: TokenStream) -> TokenStream {
 }
 
 const FORMAT: &str = "the correct format looks like `#[ordered(scope = playlist_id, parent = playlists, position = position, strategy = gapped)]`";
-const KEYS: &str = "scope, parent, parent_key, position, id, version, strategy, spacing, max_len, policy, unique, filter, table";
+const KEYS: &str = "scope, parent, parent_key, position, id, version, strategy, spacing, max_len, policy, removal, unique, filter, table";
 
 fn derive_inner(input: TokenStream2) -> TokenStream2 {
     let ast: DeriveInput = match syn::parse2(input) {
@@ -67,6 +67,7 @@ struct Attrs {
     spacing: Option<Val<LitInt>>,
     max_len: Option<Val<LitInt>>,
     policy: Option<Val<Ident>>,
+    removal: Option<Val<Ident>>,
     unique: Option<Val<LitStr>>,
     filter: Option<Val<LitStr>>,
 }
@@ -252,6 +253,13 @@ fn parse(ast: &DeriveInput) -> syn::Result<Attrs> {
                     value()?
                         .parse()
                         .map_err(|e| bad(&key, "`window`, `whole` or `never`", e))?,
+                ),
+                "removal" => set(
+                    &mut a.removal,
+                    &key,
+                    value()?
+                        .parse()
+                        .map_err(|e| bad(&key, "`cascade`, `refuse` or `lift`", e))?,
                 ),
                 "filter" => set(
                     &mut a.filter,
@@ -537,6 +545,21 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
         },
     };
 
+    let removal = match &a.removal {
+        None => quote!(::ordered_diesel::Removal::Cascade),
+        Some(v) => match v.value.to_string().as_str() {
+            "cascade" => quote!(::ordered_diesel::Removal::Cascade),
+            "refuse" => quote!(::ordered_diesel::Removal::Refuse),
+            "lift" => quote!(::ordered_diesel::Removal::Lift),
+            other => {
+                return Err(syn::Error::new(
+                    v.value.span(),
+                    format!("unknown removal `{other}`, expected `cascade`, `refuse` or `lift`"),
+                ));
+            }
+        },
+    };
+
     // the position field's type must fit the strategy
     if let Data::Struct(s) = &ast.data {
         for f in &s.fields {
@@ -671,7 +694,8 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
                         .with_null_scope(#null_scope)
                         .with_link(#link)
                         .with_strategy(#strategy)
-                        .with_policy(#policy);
+                        .with_policy(#policy)
+                        .with_removal(#removal);
                     let s = match #filter { ::core::option::Option::Some(f) => s.with_filter(f), ::core::option::Option::None => s };
                     let s = match #version { ::core::option::Option::Some(v) => s.with_version(v), ::core::option::Option::None => s };
                     let s = match #unique { ::core::option::Option::Some(u) => s.with_unique(u), ::core::option::Option::None => s };

@@ -14,8 +14,7 @@ pub fn derive_ordered(input: TokenStream) -> TokenStream {
 }
 
 const FORMAT: &str = "the correct format looks like `#[ordered(parent_table = \"playlists\", strategy = \"gapped\")]` on the Model, and `#[ordered(scope)]` / `#[ordered(position)]` on its fields";
-const KEYS: &str =
-    "parent_table, parent_key, version, strategy, spacing, max_len, policy, unique, filter";
+const KEYS: &str = "parent_table, parent_key, version, strategy, spacing, max_len, policy, removal, unique, filter";
 
 fn derive_inner(input: TokenStream2) -> TokenStream2 {
     let ast: DeriveInput = match syn::parse2(input) {
@@ -42,6 +41,7 @@ struct Container {
     spacing: Option<LitInt>,
     max_len: Option<LitInt>,
     policy: Option<LitStr>,
+    removal: Option<LitStr>,
     unique: Option<LitStr>,
     filter: Option<LitStr>,
 }
@@ -176,6 +176,11 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
                 ),
                 "policy" => once(
                     &mut c.policy,
+                    &key,
+                    value.parse().map_err(|e| bad(e, "a string literal"))?,
+                ),
+                "removal" => once(
+                    &mut c.removal,
                     &key,
                     value.parse().map_err(|e| bad(e, "a string literal"))?,
                 ),
@@ -496,6 +501,20 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
             ));
         }
     };
+    let removal = match c.removal.as_ref().map(LitStr::value).as_deref() {
+        None | Some("cascade") => quote!(::ordered_seaorm::Removal::Cascade),
+        Some("refuse") => quote!(::ordered_seaorm::Removal::Refuse),
+        Some("lift") => quote!(::ordered_seaorm::Removal::Lift),
+        Some(other) => {
+            let span = c.removal.as_ref().map_or(Span::call_site(), LitStr::span);
+            return Err(syn::Error::new(
+                span,
+                format!(
+                    "unknown removal \"{other}\", expected \"cascade\", \"refuse\" or \"lift\""
+                ),
+            ));
+        }
+    };
     Ok(quote! {
         const _: () = {
             use ::ordered_seaorm::__private::sea_orm::{EntityName as _, IdenStatic as _};
@@ -519,7 +538,8 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
                         .with_null_scope(#null_scope)
                         .with_link(#link)
                         .with_strategy(&STRATEGY)
-                        .with_policy(#policy);
+                        .with_policy(#policy)
+                        .with_removal(#removal);
                     let s = match #filter { ::core::option::Option::Some(f) => s.with_filter(f), ::core::option::Option::None => s };
                     let s = match #version { ::core::option::Option::Some(v) => s.with_version(v), ::core::option::Option::None => s };
                     match #unique { ::core::option::Option::Some(u) => s.with_unique(u), ::core::option::Option::None => s }

@@ -2,10 +2,11 @@ use ordered_diesel::Ordered;
 
 diesel::table! { folders (id) { id -> BigInt, parent_id -> Nullable<BigInt>, position -> BigInt, } }
 
-// a tree: the parent is a row of the same table, NULL the root list
+// a tree: the parent is a row of the same table, NULL the root list; removing a folder
+// puts its children in its place
 #[derive(Ordered)]
 #[diesel(table_name = folders)]
-#[ordered(scope = parent_id, parent = folders)]
+#[ordered(scope = parent_id, parent = folders, removal = lift)]
 struct Folder {
     id: i64,
     parent_id: Option<i64>,
@@ -33,4 +34,6 @@ pub fn main() {
         <Task as Ordered>::SPEC.null_scope,
         ordered_diesel::NullScope::Root
     );
+    assert_eq!(<Folder as Ordered>::SPEC.removal, ordered_diesel::Removal::Lift);
+    assert_eq!(<Task as Ordered>::SPEC.removal, ordered_diesel::Removal::Cascade);
 }
