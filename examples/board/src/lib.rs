@@ -15,7 +15,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::rejection::{JsonRejection, PathRejection};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
@@ -178,15 +179,27 @@ fn new_card(title: &str) -> card::ActiveModel {
     }
 }
 
-/// The routes: the page, the board as JSON, the writes, the event stream.
+/// The message that ends every event stream ([`shutdown`]): never a JSON event.
+const SHUTDOWN: &str = "shutdown";
+
+/// Ends every open event stream, so that a graceful shutdown (which waits for open
+/// responses) completes: call it when the shutdown signal arrives.
+pub fn shutdown(state: &AppState) {
+    let _ = state.events.send(SHUTDOWN.to_owned());
+}
+
+/// The routes: the page, the board as JSON, the writes, the event stream; every request
+/// logged (`tower-http`'s trace layer).
 pub fn app(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/", get(page))
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/api/board", get(read_board))
         .route("/api/events", get(events))
         .route("/api/move", post(move_card))
         .route("/api/cards", post(add_card))
         .route("/api/cards/{id}", delete(remove_card))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }
 
@@ -230,8 +243,42 @@ impl From<DbErr> for ApiError {
     }
 }
 
+/// A body the handler could not read (not JSON, the wrong fields, too large): the same
+/// `{code, message}` as every refusal, with axum's status (400, 413, 415 or 422).
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> ApiError {
+        ApiError {
+            status: r.status(),
+            code: "invalid_request",
+            message: r.body_text(),
+        }
+    }
+}
+
+/// A path that does not name a card (`/api/cards/not-a-uuid`).
+impl From<PathRejection> for ApiError {
+    fn from(r: PathRejection) -> ApiError {
+        ApiError {
+            status: r.status(),
+            code: "invalid_request",
+            message: r.body_text(),
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        // refusals are the clients' business; failures are the server's
+        if self.status.is_server_error() {
+            tracing::error!(
+                code = self.code,
+                status = self.status.as_u16(),
+                "{}",
+                self.message
+            );
+        } else {
+            tracing::info!(code = self.code, status = self.status.as_u16(), "refused");
+        }
         let body = json!({ "code": self.code, "message": self.message });
         (self.status, Json(body)).into_response()
     }
@@ -328,8 +375,9 @@ pub struct Drag {
 
 async fn move_card(
     State(s): State<Arc<AppState>>,
-    Json(d): Json<Drag>,
+    d: Result<Json<Drag>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let Json(d) = d?;
     let at = Placement::Between {
         prev: d.prev.map(Id::from),
         next: d.next.map(Id::from),
@@ -360,11 +408,19 @@ pub struct NewCard {
 
 async fn add_card(
     State(s): State<Arc<AppState>>,
-    Json(n): Json<NewCard>,
+    n: Result<Json<NewCard>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let Json(n) = n?;
     let title = n.title.trim();
     if title.is_empty() || title.chars().count() > 200 {
         return Err(ApiError::bad("a title of 1 to 200 characters".to_owned()));
+    }
+    // a NUL byte, which PostgreSQL refuses and SQLite stores, or any other control
+    // character: refused alike on every engine
+    if title.chars().any(char::is_control) {
+        return Err(ApiError::bad(
+            "a title without control characters".to_owned(),
+        ));
     }
     let at = Placement::Between {
         prev: n.prev.map(Id::from),
@@ -379,19 +435,12 @@ async fn add_card(
     Ok(publish(&s, ev))
 }
 
-/// The version a removal was asked with.
-#[derive(Debug, Deserialize)]
-pub struct Expected {
-    version: i64,
-}
-
 async fn remove_card(
     State(s): State<Arc<AppState>>,
-    Path(id): Path<Uuid>,
-    Query(q): Query<Expected>,
+    id: Result<Path<Uuid>, PathRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let Path(id) = id?;
     // a card of this board only; removing it needs no view of its neighbours
-    let _ = q.version;
     let removed = card::Entity::ordered()
         .within(s.board)
         .remove(&s.db, id)
@@ -403,11 +452,13 @@ async fn remove_card(
 async fn events(
     State(s): State<Arc<AppState>>,
 ) -> Sse<impl tokio_stream::Stream<Item = Result<Event, std::convert::Infallible>>> {
-    let stream = BroadcastStream::new(s.events.subscribe()).map(|m| {
-        Ok(match m {
-            Ok(text) => Event::default().data(text),
-            Err(_lagged) => Event::default().data(r#"{"reload":true}"#),
-        })
-    });
+    let stream = BroadcastStream::new(s.events.subscribe())
+        .take_while(|m| !matches!(m, Ok(text) if text == SHUTDOWN))
+        .map(|m| {
+            Ok(match m {
+                Ok(text) => Event::default().data(text),
+                Err(_lagged) => Event::default().data(r#"{"reload":true}"#),
+            })
+        });
     Sse::new(stream).keep_alive(KeepAlive::default())
 }

@@ -9,6 +9,13 @@ type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 async fn main() -> Res<()> {
     let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| "sqlite://board.db?mode=rwc".into());
     let addr = std::env::var("BOARD_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
+    // the request log and the refusals (`RUST_LOG=board=debug,tower_http=debug` for more)
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "board=info,tower_http=debug".into()),
+        )
+        .init();
     let db = sea_orm::Database::connect(&url).await?;
     let state = board::setup(db).await?;
     let listener = tokio::net::TcpListener::bind(&addr).await?;
@@ -16,9 +23,13 @@ async fn main() -> Res<()> {
         "the board is at http://{}/ (on {url})",
         listener.local_addr()?
     );
+    let open = state.clone();
     axum::serve(listener, board::app(state))
-        .with_graceful_shutdown(async {
+        .with_graceful_shutdown(async move {
             let _ = tokio::signal::ctrl_c().await;
+            // the event streams never end by themselves: end them, or the shutdown
+            // waits for every open page
+            board::shutdown(&open);
         })
         .await?;
     Ok(())

@@ -133,8 +133,62 @@ async fn scenario(engine: &str, url: &str) {
         json!({ "column": "later", "title": "x", "prev": null, "next": null, "version": v + 3 });
     let (status, _) = call(&app, "POST", "/api/cards", Some(bad)).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{engine}");
+    // a title with a NUL byte (stored by SQLite, refused by PostgreSQL with its own
+    // text) or another control character: 422 with the page's error format everywhere
+    for title in ["a\u{0}b", "tab\there"] {
+        let bad = json!({ "column": "todo", "title": title, "prev": null, "next": null, "version": v + 3 });
+        let (status, e) = call(&app, "POST", "/api/cards", Some(bad)).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{engine}: {e}");
+        assert_eq!(e["code"], "invalid_request", "{engine}: {e}");
+    }
+    // bodies and paths the extractors refuse: the same JSON format, axum's status
+    let raw = |method: &str, uri: &str, ctype: Option<&str>, body: &str| {
+        let mut req = Request::builder().method(method).uri(uri);
+        if let Some(c) = ctype {
+            req = req.header("content-type", c);
+        }
+        req.body(Body::from(body.to_owned())).unwrap()
+    };
+    for (req, want) in [
+        (
+            raw("POST", "/api/move", Some("application/json"), "{not json"),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            raw(
+                "POST",
+                "/api/move",
+                Some("application/json"),
+                r#"{"card": 7}"#,
+            ),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            raw("POST", "/api/cards", None, "{}"),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ),
+        (
+            raw("DELETE", "/api/cards/not-a-card", None, ""),
+            StatusCode::BAD_REQUEST,
+        ),
+    ] {
+        let what = format!("{} {}", req.method(), req.uri());
+        let res = app.clone().oneshot(req).await.unwrap();
+        assert_eq!(res.status(), want, "{engine}: {what}");
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        let e: Value = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| panic!("{engine}: {what}: not JSON: {bytes:?}"));
+        assert_eq!(e["code"], "invalid_request", "{engine}: {what}");
+        assert!(
+            e["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{engine}: {what}"
+        );
+    }
+    // no 404 in the log at every load
+    let (status, _) = call(&app, "GET", "/favicon.ico", None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{engine}");
     // removed
-    let uri = format!("/api/cards/{}?version={}", todo[1], v + 3);
+    let uri = format!("/api/cards/{}", todo[1]);
     let (status, removed) = call(&app, "DELETE", &uri, None).await;
     assert_eq!(status, StatusCode::OK, "{engine}: {removed}");
     assert_eq!(removed["removed"][0], todo[1].as_str(), "{engine}");
@@ -161,4 +215,51 @@ async fn the_api_answers_with_changes_and_refuses_stale_pages() {
     {
         scenario("mysql", &url).await;
     }
+}
+
+/// Ctrl-C with a page open: the graceful shutdown waits for every open response, and an
+/// event stream never ends by itself. With the signal alone the server is still up
+/// (the negative control); `board::shutdown` ends the streams and it exits at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_ends_the_open_event_streams() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::time::{Duration, timeout};
+    let file = std::env::temp_dir().join("ordered-board-shutdown.db");
+    let _ = std::fs::remove_file(&file);
+    let db = sea_orm::Database::connect(format!("sqlite://{}?mode=rwc", file.display()))
+        .await
+        .unwrap();
+    let state = board::setup(db).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (signal, signalled) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(
+        axum::serve(listener, board::app(state.clone()))
+            .with_graceful_shutdown(async move {
+                let _ = signalled.await;
+            })
+            .into_future(),
+    );
+    // an open page's event stream
+    let mut page = tokio::net::TcpStream::connect(addr).await.unwrap();
+    page.write_all(b"GET /api/events HTTP/1.1\r\nHost: board\r\nAccept: text/event-stream\r\n\r\n")
+        .await
+        .unwrap();
+    let mut head = [0u8; 64];
+    let n = page.read(&mut head).await.unwrap();
+    assert!(String::from_utf8_lossy(&head[..n]).starts_with("HTTP/1.1 200"));
+    signal.send(()).unwrap();
+    let mut server = server;
+    assert!(
+        timeout(Duration::from_millis(500), &mut server)
+            .await
+            .is_err(),
+        "the server stopped with a stream open: the control shows nothing"
+    );
+    board::shutdown(&state);
+    timeout(Duration::from_secs(1), server)
+        .await
+        .expect("the server still runs a second after its streams were ended")
+        .unwrap()
+        .unwrap();
 }
