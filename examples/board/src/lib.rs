@@ -14,6 +14,7 @@
 //! diesel-async).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use axum::extract::rejection::{JsonRejection, PathRejection};
 use axum::extract::{Path, State};
@@ -91,7 +92,14 @@ pub struct AppState {
     db: DatabaseConnection,
     board: Uuid,
     events: broadcast::Sender<String>,
+    /// The board's version as of the last write this server published (what the
+    /// heartbeat tells the pages, and what a reconnecting page is compared with).
+    latest: Arc<AtomicI64>,
 }
+
+/// How often an open event stream carries the board's version, so that a page that
+/// lost an event (a proxy dropped it) finds out within this long.
+pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl AppState {
     /// The board the page shows.
@@ -168,7 +176,19 @@ pub async fn setup(db: DatabaseConnection) -> Result<Arc<AppState>, DbErr> {
         }
     };
     let (events, _) = broadcast::channel(256);
-    Ok(Arc::new(AppState { db, board, events }))
+    let mut state = AppState {
+        db,
+        board,
+        events,
+        latest: Arc::new(AtomicI64::new(0)),
+    };
+    let version = board_json(&state)
+        .await
+        .map_err(|e| DbErr::Custom(e.message))?["version"]
+        .as_i64()
+        .unwrap_or(0);
+    state.latest = Arc::new(AtomicI64::new(version));
+    Ok(Arc::new(state))
 }
 
 fn new_card(title: &str) -> card::ActiveModel {
@@ -337,10 +357,19 @@ async fn titles(db: &DatabaseConnection, ids: &[Uuid]) -> Result<Vec<(Uuid, Stri
 /// What every page applies: the board's new version and each written card's column
 /// and position (a new card's title too), or `reload` when the write relabelled more
 /// cards than the changes list.
-fn event(changes: &Changes<Uuid, (Uuid, String)>, added: Option<(Uuid, &str)>) -> Value {
-    let version = changes.versions.first().map(|v| v.version);
+fn event(
+    board: Uuid,
+    changes: &Changes<Uuid, (Uuid, String)>,
+    added: Option<(Uuid, &str)>,
+) -> Value {
+    // the board's own version (every list of the board is versioned on its row)
+    let version = changes
+        .versions
+        .iter()
+        .find(|v| v.parent == Id::from(board))
+        .map(|v| v.version);
     if changes.is_summarised() {
-        return json!({ "version": version, "reload": true });
+        return json!({ "board": board, "version": version, "reload": true });
     }
     let rows: Vec<Value> = changes
         .rows
@@ -352,11 +381,14 @@ fn event(changes: &Changes<Uuid, (Uuid, String)>, added: Option<(Uuid, &str)>) -
         })
         .collect();
     let removed: Vec<String> = changes.removed.iter().map(ToString::to_string).collect();
-    json!({ "version": version, "rows": rows, "removed": removed })
+    json!({ "board": board, "version": version, "rows": rows, "removed": removed })
 }
 
 /// Sends `ev` to every open page and returns it as the writer's answer.
 fn publish(s: &AppState, ev: Value) -> Json<Value> {
+    if let Some(v) = ev["version"].as_i64() {
+        s.latest.fetch_max(v, Ordering::SeqCst);
+    }
     // no page listening is not an error
     let _ = s.events.send(ev.to_string());
     Json(ev)
@@ -393,7 +425,7 @@ async fn move_card(
     if moved.unchanged {
         return Ok(Json(json!({ "unchanged": true, "version": moved.version })));
     }
-    Ok(publish(&s, event(&moved.changes, None)))
+    Ok(publish(&s, event(s.board, &moved.changes, None)))
 }
 
 /// A new card: its column, title, neighbours and the page's version.
@@ -431,7 +463,7 @@ async fn add_card(
         .concurrency(Concurrency::VersionOrNeighbours(n.version))
         .insert_model(&s.db, list(s.board, &n.column)?, at, new_card(title))
         .await?;
-    let ev = event(&made.outcome.changes, Some((made.value.id, title)));
+    let ev = event(s.board, &made.outcome.changes, Some((made.value.id, title)));
     Ok(publish(&s, ev))
 }
 
@@ -445,20 +477,58 @@ async fn remove_card(
         .within(s.board)
         .remove(&s.db, id)
         .await?;
-    Ok(publish(&s, event(&removed.changes, None)))
+    Ok(publish(&s, event(s.board, &removed.changes, None)))
 }
 
-/// Every write's changes as they happen; a page that fell behind gets `reload`.
+/// What an event stream carries.
+enum Out {
+    /// A write's changes (JSON), or the end of the stream.
+    Change(Result<String, tokio_stream::wrappers::errors::BroadcastStreamRecvError>),
+    /// Time for a heartbeat.
+    Beat,
+}
+
+/// Every write's changes as they happen, each with its version as the SSE `id`; a page
+/// that fell behind gets `reload`. A page that reconnects sends the last id it saw
+/// (`Last-Event-ID`, as `EventSource` does): behind the board, it gets `reload` first.
+/// Every [`HEARTBEAT`] a `heartbeat` event carries the board's version.
 async fn events(
     State(s): State<Arc<AppState>>,
+    headers: axum::http::HeaderMap,
 ) -> Sse<impl tokio_stream::Stream<Item = Result<Event, std::convert::Infallible>>> {
-    let stream = BroadcastStream::new(s.events.subscribe())
-        .take_while(|m| !matches!(m, Ok(text) if text == SHUTDOWN))
-        .map(|m| {
-            Ok(match m {
-                Ok(text) => Event::default().data(text),
-                Err(_lagged) => Event::default().data(r#"{"reload":true}"#),
+    let seen = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<i64>().ok());
+    let behind = seen.is_some_and(|v| v < s.latest.load(Ordering::SeqCst));
+    let first = tokio_stream::iter(behind.then(|| Ok(Event::default().data(r#"{"reload":true}"#))));
+    let changes = BroadcastStream::new(s.events.subscribe()).map(Out::Change);
+    let beats = tokio_stream::wrappers::IntervalStream::new(tokio::time::interval_at(
+        tokio::time::Instant::now() + HEARTBEAT,
+        HEARTBEAT,
+    ))
+    .map(|_| Out::Beat);
+    let latest = Arc::clone(&s.latest);
+    let stream = changes
+        .merge(beats)
+        .take_while(|o| !matches!(o, Out::Change(Ok(text)) if text == SHUTDOWN))
+        .map(move |o| {
+            Ok(match o {
+                Out::Change(Ok(text)) => {
+                    let version = serde_json::from_str::<Value>(&text)
+                        .ok()
+                        .and_then(|v| v["version"].as_i64());
+                    let e = Event::default().data(text);
+                    match version {
+                        Some(v) => e.id(v.to_string()),
+                        None => e,
+                    }
+                }
+                Out::Change(Err(_lagged)) => Event::default().data(r#"{"reload":true}"#),
+                Out::Beat => Event::default()
+                    .event("heartbeat")
+                    .data(json!({ "version": latest.load(Ordering::SeqCst) }).to_string()),
             })
         });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    Sse::new(first.chain(stream)).keep_alive(KeepAlive::default())
 }

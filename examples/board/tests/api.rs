@@ -42,6 +42,21 @@ fn ids(board: &Value, column: &str) -> Vec<String> {
         .collect()
 }
 
+/// An SSE frame's event name, id and data.
+fn sse(frame: &str) -> (Option<String>, Option<String>, String) {
+    let (mut kind, mut id, mut data) = (None, None, String::new());
+    for line in frame.lines() {
+        if let Some(v) = line.strip_prefix("event:") {
+            kind = Some(v.trim().to_owned());
+        } else if let Some(v) = line.strip_prefix("id:") {
+            id = Some(v.trim().to_owned());
+        } else if let Some(v) = line.strip_prefix("data:") {
+            data.push_str(v.trim());
+        }
+    }
+    (kind, id, data)
+}
+
 async fn scenario(engine: &str, url: &str) {
     let db = sea_orm::Database::connect(url).await.unwrap();
     use sea_orm::ConnectionTrait;
@@ -84,11 +99,14 @@ async fn scenario(engine: &str, url: &str) {
     assert_eq!(moved["version"], v + 1, "{engine}");
     assert_eq!(moved["rows"][0]["id"], todo[2].as_str(), "{engine}");
     assert_eq!(moved["rows"][0]["column"], "todo", "{engine}");
-    // the stream got the same changes
+    // the stream got the same changes, with the version as the event's id, and this
+    // board's id
     let frame = stream.frame().await.unwrap().unwrap().into_data().unwrap();
-    let text = String::from_utf8_lossy(&frame).to_string();
-    let data: Value = serde_json::from_str(text.trim().trim_start_matches("data:").trim()).unwrap();
+    let (kind, id, data) = sse(&String::from_utf8_lossy(&frame));
+    assert_eq!((kind, id), (None, Some((v + 1).to_string())), "{engine}");
+    let data: Value = serde_json::from_str(&data).unwrap();
     assert_eq!(data, moved, "{engine}");
+    assert_eq!(data["board"], b["board"], "{engine}");
 
     // the same drag again (a page at the old version): the card is already there, so
     // nothing is written, no version taken, nothing sent to the other pages
@@ -196,6 +214,42 @@ async fn scenario(engine: &str, url: &str) {
     assert_eq!(ids(&last, "todo"), [todo[2].clone()], "{engine}");
     assert_eq!(ids(&last, "doing").len(), 2, "{engine}");
     assert_eq!(ids(&last, "done").len(), 3, "{engine}");
+    let now = last["version"].as_i64().unwrap();
+
+    // a page that reconnects after missing events (its last id is behind): reload
+    // first; one that saw the last write: nothing until the next change
+    let open = |last_id: i64| {
+        Request::get("/api/events")
+            .header("last-event-id", last_id.to_string())
+            .body(Body::empty())
+            .unwrap()
+    };
+    let mut behind = app
+        .clone()
+        .oneshot(open(now - 2))
+        .await
+        .unwrap()
+        .into_body();
+    let frame = behind.frame().await.unwrap().unwrap().into_data().unwrap();
+    let (_, _, data) = sse(&String::from_utf8_lossy(&frame));
+    assert_eq!(data, r#"{"reload":true}"#, "{engine}");
+    // every open stream carries the board's version within a heartbeat, so a page
+    // whose event a proxy dropped finds out
+    let mut current = app.clone().oneshot(open(now)).await.unwrap().into_body();
+    let frame = tokio::time::timeout(
+        board::HEARTBEAT + std::time::Duration::from_secs(1),
+        current.frame(),
+    )
+    .await
+    .expect("a heartbeat")
+    .unwrap()
+    .unwrap()
+    .into_data()
+    .unwrap();
+    let (kind, _, data) = sse(&String::from_utf8_lossy(&frame));
+    assert_eq!(kind.as_deref(), Some("heartbeat"), "{engine}");
+    let beat: Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(beat["version"], now, "{engine}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
