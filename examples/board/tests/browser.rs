@@ -162,8 +162,8 @@ fn run(engine: &str, url: &str, dir: &Path, chromium: &Path) {
         status.success(),
         "{engine}: the browser script failed ({status})"
     );
-    assert!(done && steps == 7, "{engine}: {steps} steps, done {done}");
-    for page in ["a", "b"] {
+    assert!(done && steps == 9, "{engine}: {steps} steps, done {done}");
+    for page in ["a", "b", "phone"] {
         assert!(
             shots.join(format!("board-{page}.png")).exists(),
             "{engine}: screenshot {page}"

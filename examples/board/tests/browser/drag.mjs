@@ -182,6 +182,42 @@ try {
     removed: shown.done[0],
   });
 
+  // the keyboard: the last card of the longest column, picked up with Space, one place
+  // up with the arrow, dropped with Enter; the other page follows, the card keeps focus
+  shown = await columns(a);
+  vv = await settled(a);
+  const longest = Object.keys(shown).reduce((x, y) => (shown[y].length > shown[x].length ? y : x));
+  const moving = shown[longest].at(-1);
+  await a.focus(card(moving));
+  await a.keyboard.press("Space");
+  await a.keyboard.press("ArrowUp");
+  await a.keyboard.press("Enter");
+  await settled(a, vv + 1);
+  await settled(b, vv + 1);
+  const keyed = await columns(a);
+  if (keyed[longest].indexOf(moving) !== shown[longest].length - 2) {
+    throw new Error(`the keyboard move did not land one place up: ${JSON.stringify(keyed[longest])}`);
+  }
+  const focused = await a.evaluate(() => document.activeElement?.dataset?.id);
+  if (focused !== moving) throw new Error(`the moved card lost the focus (${focused})`);
+  await step("a keyboard move", { a, b }, { announced: await a.textContent("#announce") });
+
+  // a phone: 375 px wide with touch, the columns stacked, nothing off screen
+  const phone = await browser.newContext({
+    viewport: { width: 375, height: 740 },
+    isMobile: true,
+    hasTouch: true,
+    deviceScaleFactor: 2,
+  });
+  const p = await phone.newPage();
+  p.on("pageerror", (e) => console.error(`page error: ${e}`));
+  await p.goto(base);
+  await settled(p);
+  const width = await p.evaluate(() => document.documentElement.scrollWidth);
+  if (width > 375) throw new Error(`the phone layout is ${width} px wide`);
+  await p.screenshot({ path: `${shots}/board-phone.png`, fullPage: true });
+  await step("a phone's layout", { a, b, p }, { width });
+
   // a reload shows the same order
   await a.reload();
   await settled(a);
