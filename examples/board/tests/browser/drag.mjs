@@ -218,6 +218,29 @@ try {
   await p.screenshot({ path: `${shots}/board-phone.png`, fullPage: true });
   await step("a phone's layout", { a, b, p }, { width });
 
+  // a finger drags the last card of a column by its handle to the top of it (touch
+  // events, as a phone sends them); every page follows
+  shown = await columns(p);
+  vv = await settled(p);
+  const col = ["todo", "doing", "done"].find((c) => shown[c].length >= 2);
+  const [top, dragged] = [shown[col][0], shown[col].at(-1)];
+  await p.locator(card(top)).scrollIntoViewIfNeeded();
+  const h = await p.locator(`${card(dragged)} .handle`).boundingBox();
+  const t = await p.locator(card(top)).boundingBox();
+  const cdp = await phone.newCDPSession(p);
+  const touch = (type, x, y) =>
+    cdp.send("Input.dispatchTouchEvent", { type, touchPoints: type === "touchEnd" ? [] : [{ x, y }] });
+  const [x0, y0] = [h.x + h.width / 2, h.y + h.height / 2];
+  await touch("touchStart", x0, y0);
+  for (let i = 1; i <= 6; i++) await touch("touchMove", x0, y0 + ((t.y + 3 - y0) * i) / 6);
+  await touch("touchEnd", x0, t.y + 3);
+  await settled(p, vv + 1);
+  await settled(a, vv + 1);
+  await settled(b, vv + 1);
+  const touched = await columns(p);
+  if (touched[col][0] !== dragged) throw new Error(`the touch drag did not land on top: ${JSON.stringify(touched[col])}`);
+  await step("a touch move", { a, b, p });
+
   // a reload shows the same order
   await a.reload();
   await settled(a);
