@@ -162,7 +162,7 @@ fn run(engine: &str, url: &str, dir: &Path, chromium: &Path) {
         status.success(),
         "{engine}: the browser script failed ({status})"
     );
-    assert!(done && steps == 10, "{engine}: {steps} steps, done {done}");
+    assert!(done && steps == 11, "{engine}: {steps} steps, done {done}");
     for page in ["a", "b", "phone"] {
         assert!(
             shots.join(format!("board-{page}.png")).exists(),

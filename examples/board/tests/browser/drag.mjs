@@ -182,6 +182,20 @@ try {
     removed: shown.done[0],
   });
 
+  // the stale page still shows the removed card and drags it: 404, said in words (no
+  // card id), the page re-reads and no longer shows it
+  await c.evaluate(() => { document.getElementById("notice").hidden = true; });
+  const staleNow = await columns(c);
+  const target = staleNow.todo.find((x) => x !== shown.done[0]);
+  await drag(c, shown.done[0], { before: target });
+  await c.waitForSelector("#notice:not([hidden])", { timeout: 5_000 });
+  const gone = await c.textContent("#notice");
+  if (!gone.startsWith("That card is gone") || /[0-9a-f]{8}-[0-9a-f]{4}/.test(gone)) {
+    throw new Error(`the notice for a removed card: ${gone}`);
+  }
+  await settled(c, vv + 3);
+  await step("a stale page drags a removed card", { a, b, c }, { notice: gone });
+
   // the keyboard: the last card of the longest column, picked up with Space, one place
   // up with the arrow, dropped with Enter; the other page follows, the card keeps focus
   shown = await columns(a);
