@@ -5,10 +5,13 @@
 //! second; a drag across columns; both pages dropping into one gap at the same moment
 //! end identical to the database with no card lost or doubled; a stale page's drag is
 //! refused and that page repairs itself; adding at the end and below a card, removing;
-//! a reload. Screenshots of both pages after the concurrent drag go to `target/`.
+//! a reload; a keyboard move; a phone profile (375 px, touch) and a touch drag. Then the
+//! same board in Debian's `firefox-esr`, driven by `puppeteer-core` over WebDriver BiDi
+//! (`tests/browser/firefox.mjs`): two pages, a keyboard move seen by the other, a card
+//! added. Screenshots go to `target/board-screenshots/`.
 //!
-//! Needs `ORDERED_BROWSER=1`, node, `npm ci` in `tests/browser` and `/usr/bin/chromium`
-//! (or `CHROMIUM`); `.ci/run` installs them. Without `ORDERED_BROWSER=1` it says it
+//! Needs `ORDERED_BROWSER=1`, node, `npm ci` in `tests/browser`, `/usr/bin/chromium`
+//! (or `CHROMIUM`) and `/usr/bin/firefox-esr`; `.ci/run` installs them. Without `ORDERED_BROWSER=1` it says it
 //! skipped.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
@@ -21,6 +24,9 @@ use board::{COLUMNS, card};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
 
 type Columns = BTreeMap<String, Vec<String>>;
+
+/// Debian's Firefox ESR.
+const FIREFOX_BIN: &str = "/usr/bin/firefox-esr";
 
 /// Every column's card ids in position order, read from the database.
 async fn database(db: &sea_orm::DatabaseConnection, board: uuid::Uuid) -> Columns {
@@ -46,9 +52,11 @@ fn ready() -> Result<(PathBuf, PathBuf), String> {
     if std::env::var("ORDERED_BROWSER").as_deref() != Ok("1") {
         return Err("set ORDERED_BROWSER=1 (after npm ci in examples/board/tests/browser)".into());
     }
-    if !dir.join("node_modules/playwright-core").exists() {
+    if !dir.join("node_modules/playwright-core").exists()
+        || !dir.join("node_modules/puppeteer-core").exists()
+    {
         return Err(format!(
-            "no playwright-core: run npm ci in {}",
+            "no playwright-core or puppeteer-core: run npm ci in {}",
             dir.display()
         ));
     }
@@ -60,10 +68,36 @@ fn ready() -> Result<(PathBuf, PathBuf), String> {
             chromium.display()
         ));
     }
+    if !Path::new(FIREFOX_BIN).exists() {
+        return Err(format!(
+            "no browser at {FIREFOX_BIN} (apt-get install firefox-esr)"
+        ));
+    }
     Ok((dir, chromium))
 }
 
-fn run(engine: &str, url: &str, dir: &Path, chromium: &Path) {
+/// A browser script: its file, how many steps it reports, the screenshots it takes.
+struct Script {
+    file: &'static str,
+    steps: usize,
+    shots: &'static [&'static str],
+}
+
+/// Chromium through playwright-core: two (then three) pages, a phone profile.
+const CHROMIUM: Script = Script {
+    file: "drag.mjs",
+    steps: 11,
+    shots: &["a", "b", "phone"],
+};
+
+/// Firefox ESR through puppeteer-core over WebDriver BiDi.
+const FIREFOX: Script = Script {
+    file: "firefox.mjs",
+    steps: 4,
+    shots: &["firefox"],
+};
+
+fn run(engine: &str, url: &str, dir: &Path, chromium: &Path, script: &Script) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (state, addr) = rt.block_on(async {
         let db = sea_orm::Database::connect(url).await.unwrap();
@@ -85,7 +119,7 @@ fn run(engine: &str, url: &str, dir: &Path, chromium: &Path) {
     let shots = shots.join(engine);
     std::fs::create_dir_all(&shots).unwrap();
     let mut node = Command::new("node")
-        .arg(dir.join("drag.mjs"))
+        .arg(dir.join(script.file))
         .arg(format!("http://{addr}/"))
         .arg(&shots)
         .env("CHROMIUM", chromium)
@@ -162,8 +196,12 @@ fn run(engine: &str, url: &str, dir: &Path, chromium: &Path) {
         status.success(),
         "{engine}: the browser script failed ({status})"
     );
-    assert!(done && steps == 11, "{engine}: {steps} steps, done {done}");
-    for page in ["a", "b", "phone"] {
+    assert!(
+        done && steps == script.steps,
+        "{engine} {}: {steps} steps, done {done}",
+        script.file
+    );
+    for page in script.shots {
         assert!(
             shots.join(format!("board-{page}.png")).exists(),
             "{engine}: screenshot {page}"
@@ -185,14 +223,14 @@ fn two_browsers_drag_one_board() {
     };
     let file = std::env::temp_dir().join("ordered-board-browser.db");
     let _ = std::fs::remove_file(&file);
-    run(
-        "sqlite",
-        &format!("sqlite://{}?mode=rwc", file.display()),
-        &dir,
-        &chromium,
-    );
+    let sqlite = format!("sqlite://{}?mode=rwc", file.display());
+    run("sqlite", &sqlite, &dir, &chromium, &CHROMIUM);
+    run("sqlite", &sqlite, &dir, &chromium, &FIREFOX);
     match std::env::var("ORDERED_PG_URL") {
-        Ok(url) if !url.is_empty() => run("postgres", &url, &dir, &chromium),
+        Ok(url) if !url.is_empty() => {
+            run("postgres", &url, &dir, &chromium, &CHROMIUM);
+            run("postgres", &url, &dir, &chromium, &FIREFOX);
+        }
         _ if std::env::var("ORDERED_REQUIRE_DBS").is_ok_and(|v| v == "1") => {
             panic!("ORDERED_REQUIRE_DBS=1 but ORDERED_PG_URL is not set")
         }
