@@ -135,10 +135,6 @@ fn column_type(d: Dialect, spec: &Spec) -> String {
     }
 }
 
-fn check_name(spec: &Spec) -> String {
-    domain_name(spec)
-}
-
 /// `<table>_<position>_domain`: the name of the domain CHECK.
 pub(crate) fn domain_name(spec: &Spec) -> String {
     format!("{}_{}_domain", spec.table, spec.position)
@@ -179,7 +175,7 @@ fn check_up(d: Dialect, spec: &Spec) -> String {
     format!(
         "ALTER TABLE {} ADD CONSTRAINT {} CHECK ({})",
         q(d, spec.table),
-        q(d, &check_name(spec)),
+        q(d, &domain_name(spec)),
         check_expr(d, spec, false)
     )
 }
@@ -215,7 +211,7 @@ fn constraints_down(d: Dialect, spec: &Spec) -> Vec<String> {
         _ => down.push(format!(
             "ALTER TABLE {} DROP CONSTRAINT {}",
             q(d, spec.table),
-            q(d, &check_name(spec))
+            q(d, &domain_name(spec))
         )),
     }
     down
@@ -249,19 +245,29 @@ fn version_down(d: Dialect, spec: &Spec) -> Option<String> {
     })
 }
 
+/// MySQL/MariaDB: the name of the index on the parent column.
+fn parent_index_name(spec: &Spec) -> String {
+    format!("{}_{}_idx", spec.table, spec.parent)
+}
+
+/// MySQL/MariaDB: `CREATE INDEX` of the index on the parent column.
+fn parent_index(spec: &Spec) -> String {
+    let d = Dialect::Mysql;
+    format!(
+        "CREATE INDEX {} ON {} ({})",
+        q(d, &parent_index_name(spec)),
+        q(d, spec.table),
+        q(d, spec.parent)
+    )
+}
+
 /// MySQL/MariaDB: an index on the parent column, created only if missing. InnoDB
 /// otherwise lets the `(parent, position)` unique index back the foreign key and drops
 /// its own, after which the unique index can no longer be dropped (error 1553). Both
 /// engines lack a portable `CREATE INDEX IF NOT EXISTS`, hence the prepared statement.
 fn mysql_parent_index(spec: &Spec) -> Vec<String> {
-    let d = Dialect::Mysql;
-    let name = format!("{}_{}_idx", spec.table, spec.parent);
-    let create = format!(
-        "CREATE INDEX {} ON {} ({})",
-        q(d, &name),
-        q(d, spec.table),
-        q(d, spec.parent)
-    );
+    let name = parent_index_name(spec);
+    let create = parent_index(spec);
     vec![
         format!(
             "SET @ordered_ddl = IF((SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = '{}' AND index_name = '{}') = 0, '{}', 'DO 0')",
@@ -697,28 +703,13 @@ fn plan(d: Dialect, spec: &Spec, f: Facts, mode: Mode<'_>) -> Result<SchemaPlan,
     }
     // the refusals, before anything
     if f.has(SCHEMA_NO_POSITION) {
-        return Err(mismatch(
-            spec,
-            "it has no position column (or the table is missing)",
-            format!(
-                "add one with add_ordering, or name the column the application orders {} by (with_position) and adopt it with adopt_ordering",
-                spec.table
-            ),
-        ));
+        return Err(crate::verify::no_position(spec));
     }
     if f.has(SCHEMA_SET_NULL) {
         return Err(set_null(d, spec));
     }
     if f.has(SCHEMA_VERSION_NOT_INTEGER) {
-        return Err(mismatch(
-            spec,
-            "the parent's version column is not an integer",
-            format!(
-                "name another column with with_version, or change {}.{} to BIGINT",
-                spec.parent_table,
-                spec.version.unwrap_or("version")
-            ),
-        ));
+        return Err(crate::verify::version_not_integer(spec));
     }
     if f.unique() == 1 {
         return Err(crate::verify::check_unique(d, spec, f.0)
@@ -792,11 +783,7 @@ fn plan(d: Dialect, spec: &Spec, f: Facts, mode: Mode<'_>) -> Result<SchemaPlan,
         if let Mode::Static(_) = mode {
             before.extend(mysql_parent_index(spec));
         } else if f.has(SCHEMA_NO_PARENT_INDEX) && f.unique() == 0 {
-            before.push(format!(
-                "CREATE INDEX {} ON {t} ({})",
-                q(d, &format!("{}_{}_idx", spec.table, spec.parent)),
-                q(d, spec.parent)
-            ));
+            before.push(parent_index(spec));
             p.added.push(Fix::ParentIndex);
         }
     }
@@ -1149,7 +1136,7 @@ pub fn create_table(d: Dialect, spec: &Spec, columns: &[(&str, &str)]) -> Migrat
     // a table constraint: MariaDB refuses a named CHECK inside a column definition
     cols.push(format!(
         "CONSTRAINT {} CHECK ({})",
-        q(d, &check_name(spec)),
+        q(d, &domain_name(spec)),
         check_expr(d, spec, false)
     ));
     if d == Dialect::Postgres {

@@ -36,12 +36,7 @@ pub fn check_schema(d: crate::Dialect, spec: &Spec, probe: i64) -> Result<(), Er
         fix,
     };
     if f.has(SCHEMA_NO_POSITION) {
-        return Err(mismatch(
-            NO_POSITION,
-            format!(
-                "add one with add_ordering, or adopt the column the application orders {t} by with adopt_ordering"
-            ),
-        ));
+        return Err(no_position(spec));
     }
     check_unique(d, spec, probe)?;
     if f.has(SCHEMA_SET_NULL) {
@@ -94,10 +89,7 @@ pub fn check_schema(d: crate::Dialect, spec: &Spec, probe: i64) -> Result<(), Er
         ));
     }
     if f.has(SCHEMA_VERSION_NOT_INTEGER) {
-        return Err(mismatch(
-            "the parent's version column is not an integer",
-            "name another column with with_version, or change it to BIGINT".to_owned(),
-        ));
+        return Err(version_not_integer(spec));
     }
     if f.has(SCHEMA_NO_ROOT_UNIQUE) && spec.nullable() && d != crate::Dialect::Postgres {
         return Err(mismatch(
@@ -111,6 +103,33 @@ pub fn check_schema(d: crate::Dialect, spec: &Spec, probe: i64) -> Result<(), Er
 /// The problem [`check_schema`] reports for a table without its position column (what
 /// `add_ordering` run at run time expects to find).
 pub const NO_POSITION: &str = "it has no position column (or the table is missing)";
+
+/// A table without its position column: what [`check_schema`] reports and
+/// `ensure_ordering` refuses.
+pub(crate) fn no_position(spec: &Spec) -> Error {
+    Error::SchemaMismatch {
+        table: spec.table.to_owned(),
+        problem: NO_POSITION,
+        fix: format!(
+            "add one with add_ordering, or name the column the application orders {} by (with_position) and adopt it with adopt_ordering",
+            spec.table
+        ),
+    }
+}
+
+/// A parent's version column that is not an integer: what [`check_schema`] reports and
+/// `ensure_ordering` refuses.
+pub(crate) fn version_not_integer(spec: &Spec) -> Error {
+    Error::SchemaMismatch {
+        table: spec.table.to_owned(),
+        problem: "the parent's version column is not an integer",
+        fix: format!(
+            "name another column with with_version, or change {}.{} to BIGINT",
+            spec.parent_table,
+            spec.version.unwrap_or("version")
+        ),
+    }
+}
 
 /// The unique-constraint part of [`check_schema`] (what a write refused by a duplicate
 /// position is explained by).

@@ -25,6 +25,7 @@ use sea_orm::{ConnectionTrait, DbErr};
 use sea_orm_migration::SchemaManager;
 
 use crate::ops::dialect;
+use ordered_core::adapter::{Finished, Job};
 
 /// Runs the statements on one connection: the MySQL steps share session state (a
 /// prepared statement), which a pool would spread over several connections.
@@ -60,12 +61,9 @@ pub async fn add_ordering(
     let d = engine(manager)?;
     // refused before any change when the column is there already: on MySQL/MariaDB the
     // statements commit one by one, and a second run would fail halfway
-    let table = crate::OrderedTable::new(*spec);
-    let found = match manager.get_connection() {
-        sea_orm::DatabaseExecutor::Connection(db) => table.check_schema(*db).await,
-        sea_orm::DatabaseExecutor::Transaction(t) => table.check_schema(*t).await,
-        sea_orm::DatabaseExecutor::OwnedTransaction(t) => table.check_schema(t).await,
-    };
+    let found = on_connection(manager, spec, Job::CheckSchema)
+        .await
+        .and_then(|f| Ok(f.into_checked()?));
     let missing = matches!(
         found.as_ref().map_err(crate::Error::refusal),
         Err(Some(ordered_core::Error::SchemaMismatch { problem, .. }))
@@ -97,31 +95,26 @@ pub async fn drop_ordering(manager: &SchemaManager<'_>, spec: &Spec) -> Result<(
     .await
 }
 
-/// `ensure_ordering` (`order: None`) or `adopt_ordering` on the migration's
+/// A schema job (`check_schema`, `ensure_ordering`, `adopt_ordering`) on the migration's
 /// connection: the pool, or the transaction the migration runs in.
 async fn on_connection(
     manager: &SchemaManager<'_>,
     spec: &Spec,
-    order: Option<&[&str]>,
-) -> Result<ordered_core::migration::Ensured, DbErr> {
+    job: Job,
+) -> crate::Result<Finished> {
     use sea_orm::DatabaseExecutor;
-    async fn run<C: crate::OrderedConnection>(
-        conn: &C,
-        spec: &Spec,
-        order: Option<&[&str]>,
-    ) -> crate::Result<ordered_core::migration::Ensured> {
-        let table = crate::OrderedTable::<ordered_core::Id, ordered_core::Id>::new(*spec);
-        match order {
-            Some(order) => table.adopt_ordering(conn, order).await,
-            None => table.ensure_ordering(conn).await,
-        }
+    let table = crate::OrderedTable::new(*spec);
+    match manager.get_connection() {
+        DatabaseExecutor::Connection(db) => table.schema_job(*db, job).await,
+        DatabaseExecutor::Transaction(t) => table.schema_job(*t, job).await,
+        DatabaseExecutor::OwnedTransaction(t) => table.schema_job(t, job).await,
     }
-    let result = match manager.get_connection() {
-        DatabaseExecutor::Connection(db) => run(*db, spec, order).await,
-        DatabaseExecutor::Transaction(t) => run(*t, spec, order).await,
-        DatabaseExecutor::OwnedTransaction(t) => run(t, spec, order).await,
-    };
-    result.map_err(|e| DbErr::Migration(e.to_string()))
+}
+
+/// What `ensure_ordering` or `adopt_ordering` added, or the migration's error.
+fn ensured(r: crate::Result<Finished>) -> Result<ordered_core::migration::Ensured, DbErr> {
+    r.and_then(|f| Ok(f.into_ensured()?))
+        .map_err(|e| DbErr::Migration(e.to_string()))
 }
 
 /// Takes over a position column the table already has (an integer order the app kept
@@ -133,7 +126,8 @@ pub async fn adopt_ordering(
     spec: &Spec,
     order_by: &[&str],
 ) -> Result<ordered_core::migration::Ensured, DbErr> {
-    on_connection(manager, spec, Some(order_by)).await
+    let order = order_by.iter().map(|s| (*s).to_owned()).collect();
+    ensured(on_connection(manager, spec, Job::Adopt(order)).await)
 }
 
 /// Adds what the table lacks of what the library needs, nothing when all is there:
@@ -143,7 +137,7 @@ pub async fn ensure_ordering(
     manager: &SchemaManager<'_>,
     spec: &Spec,
 ) -> Result<ordered_core::migration::Ensured, DbErr> {
-    on_connection(manager, spec, None).await
+    ensured(on_connection(manager, spec, Job::Ensure).await)
 }
 
 /// Creates the parent table (`id`, the version column if the spec names one, your

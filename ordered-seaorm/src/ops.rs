@@ -310,7 +310,11 @@ impl<K: AppKey, P: AppKey> OrderedTable<K, P> {
     }
 
     /// A job that may open a transaction (`ensure_ordering`), through the writers' loop.
-    async fn schema_job<C: OrderedConnection>(&self, db: &C, job: Job) -> Result<Finished> {
+    pub(crate) async fn schema_job<C: OrderedConnection>(
+        &self,
+        db: &C,
+        job: Job,
+    ) -> Result<Finished> {
         let d = dialect(db.get_database_backend())?;
         let p = Protocol::new(&self.s, d, job, false);
         drive::<C, (), NoInsert, NoHook<Changes>, Changes>(db, self.s.wire(), p, None, None, Ok)

@@ -4,46 +4,20 @@
 //
 // usage: node firefox.mjs <base url> <screenshot dir>
 import puppeteer from "puppeteer-core";
-import readline from "node:readline";
+import { card, columns, done, settledWhen, step } from "./common.mjs";
 
 const [base, shots] = process.argv.slice(2);
 const executablePath = process.env.FIREFOX || "/usr/bin/firefox-esr";
-const input = readline.createInterface({ input: process.stdin });
-const lines = input[Symbol.asyncIterator]();
-
-/** Every column's card ids, top to bottom, as the page shows them. */
-function columns(page) {
-  return page.evaluate(() =>
-    Object.fromEntries(
-      [...document.querySelectorAll(".list")].map((l) => [
-        l.dataset.column,
-        [...l.querySelectorAll(".card")].map((c) => c.dataset.id),
-      ]),
-    ),
-  );
-}
-
-/** Reports a step and waits for the Rust side's verdict. */
-async function step(name, pages, extra = {}) {
-  const shown = {};
-  for (const [k, p] of Object.entries(pages)) shown[k] = await columns(p);
-  console.log("STEP " + JSON.stringify({ name, pages: shown, ...extra }));
-  const { value } = await lines.next();
-  if (value !== "ok") throw new Error(`step ${name}: ${value}`);
-}
 
 /** The page answered its writes and shows board version `v` (or any, when null). */
 async function settled(page, v = null) {
   await page.waitForFunction(
-    (v) => document.body.dataset.pending === "0" && document.body.dataset.version !== "" &&
-      (v === null || document.body.dataset.version === String(v)),
+    settledWhen,
     { timeout: 10_000 },
     v,
   );
   return Number(await page.evaluate(() => document.body.dataset.version));
 }
-
-const card = (id) => `.card[data-id="${id}"]`;
 
 async function open(browser) {
   const page = await browser.newPage();
@@ -96,5 +70,5 @@ try {
   console.log("DONE");
 } finally {
   await browser.close();
-  input.close();
+  done();
 }
