@@ -85,12 +85,36 @@ pub const CARDS: Spec = Spec::new("board_cards", "board_id", "board_boards")
     .with_parent_type(KeyType::Uuid)
     .with_split_by(&[ScopeColumn::text("status")]);
 
+/// How a write is checked against what the page showed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Check {
+    /// The board's version the page holds; when the board moved on, the neighbours the
+    /// page showed at the drop (so drags into gaps nobody touched both succeed). What
+    /// the board does.
+    #[default]
+    VersionOrNeighbours,
+    /// The board's version only: any write to the board since the page read it refuses
+    /// the drag, related or not. What the board did before; kept so that
+    /// `examples/figures.rs` can measure what the neighbour check saves.
+    Version,
+}
+
+impl Check {
+    fn concurrency(self, version: i64) -> Concurrency {
+        match self {
+            Check::VersionOrNeighbours => Concurrency::VersionOrNeighbours(version),
+            Check::Version => Concurrency::Version(version),
+        }
+    }
+}
+
 /// The server's state: the database, the board shown, and the channel every write's
 /// changes go out on.
 #[derive(Clone, Debug)]
 pub struct AppState {
     db: DatabaseConnection,
     board: Uuid,
+    check: Check,
     events: broadcast::Sender<String>,
     /// The board's version as of the last write this server published (what the
     /// heartbeat tells the pages, and what a reconnecting page is compared with).
@@ -100,6 +124,10 @@ pub struct AppState {
 /// How often an open event stream carries the board's version, so that a page that
 /// lost an event (a proxy dropped it) finds out within this long.
 pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How soon a page whose event stream was cut reconnects (each stream starts by
+/// telling `EventSource` so; browsers wait 3 to 5 seconds otherwise).
+pub const RECONNECT: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl AppState {
     /// The board the page shows.
@@ -124,6 +152,11 @@ fn list(board: Uuid, column: &str) -> Result<(Uuid, String), ApiError> {
 /// Creates the tables with the generated migration if they are missing, and a board
 /// with a few cards if there is none; returns the state for [`app`].
 pub async fn setup(db: DatabaseConnection) -> Result<Arc<AppState>, DbErr> {
+    setup_with(db, Check::default()).await
+}
+
+/// [`setup`], with the writes checked as `check` says.
+pub async fn setup_with(db: DatabaseConnection, check: Check) -> Result<Arc<AppState>, DbErr> {
     let manager = SchemaManager::new(&db);
     if !manager.has_table(CARDS.table).await? {
         create_parent_table(&manager, &CARDS, &[]).await?;
@@ -140,17 +173,7 @@ pub async fn setup(db: DatabaseConnection) -> Result<Arc<AppState>, DbErr> {
         Some(row) => row.try_get_by_index::<Uuid>(0)?,
         None => {
             let board = Uuid::new_v4();
-            let ph = if backend == sea_orm::DbBackend::Postgres {
-                "$1"
-            } else {
-                "?"
-            };
-            db.execute_raw(Statement::from_sql_and_values(
-                backend,
-                format!("INSERT INTO board_boards (id) VALUES ({ph})"),
-                [board.into()],
-            ))
-            .await?;
+            add_board(&db, board).await?;
             let cards = card::Entity::ordered();
             for (column, titles) in [
                 (
@@ -179,6 +202,7 @@ pub async fn setup(db: DatabaseConnection) -> Result<Arc<AppState>, DbErr> {
     let mut state = AppState {
         db,
         board,
+        check,
         events,
         latest: Arc::new(AtomicI64::new(0)),
     };
@@ -191,7 +215,25 @@ pub async fn setup(db: DatabaseConnection) -> Result<Arc<AppState>, DbErr> {
     Ok(Arc::new(state))
 }
 
-fn new_card(title: &str) -> card::ActiveModel {
+/// A board's row (the row every write of its cards locks), with no cards.
+pub async fn add_board(db: &DatabaseConnection, board: Uuid) -> Result<(), DbErr> {
+    let backend = db.get_database_backend();
+    let ph = if backend == sea_orm::DbBackend::Postgres {
+        "$1"
+    } else {
+        "?"
+    };
+    db.execute_raw(Statement::from_sql_and_values(
+        backend,
+        format!("INSERT INTO board_boards (id) VALUES ({ph})"),
+        [board.into()],
+    ))
+    .await?;
+    Ok(())
+}
+
+/// A new card's row: a fresh UUID v4 and its title.
+pub fn new_card(title: &str) -> card::ActiveModel {
     card::ActiveModel {
         id: Set(Uuid::new_v4()),
         title: Set(title.to_owned()),
@@ -418,7 +460,7 @@ async fn move_card(
     // gap nobody touched
     let moved = card::Entity::ordered()
         .within(s.board)
-        .concurrency(Concurrency::VersionOrNeighbours(d.version))
+        .concurrency(s.check.concurrency(d.version))
         .move_to_parent(&s.db, d.card, list(s.board, &d.column)?, at)
         .await?;
     // dropped where it was: nothing written, nothing to tell the other pages
@@ -460,7 +502,7 @@ async fn add_card(
     };
     let made = card::Entity::ordered()
         .within(s.board)
-        .concurrency(Concurrency::VersionOrNeighbours(n.version))
+        .concurrency(s.check.concurrency(n.version))
         .insert_model(&s.db, list(s.board, &n.column)?, at, new_card(title))
         .await?;
     let ev = event(s.board, &made.outcome.changes, Some((made.value.id, title)));
@@ -491,7 +533,8 @@ enum Out {
 /// Every write's changes as they happen, each with its version as the SSE `id`; a page
 /// that fell behind gets `reload`. A page that reconnects sends the last id it saw
 /// (`Last-Event-ID`, as `EventSource` does): behind the board, it gets `reload` first.
-/// Every [`HEARTBEAT`] a `heartbeat` event carries the board's version.
+/// Every [`HEARTBEAT`] a `heartbeat` event carries the board's version; the stream
+/// starts by setting the page's reconnection delay to [`RECONNECT`].
 async fn events(
     State(s): State<Arc<AppState>>,
     headers: axum::http::HeaderMap,
@@ -501,7 +544,11 @@ async fn events(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<i64>().ok());
     let behind = seen.is_some_and(|v| v < s.latest.load(Ordering::SeqCst));
-    let first = tokio_stream::iter(behind.then(|| Ok(Event::default().data(r#"{"reload":true}"#))));
+    let retry = Event::default().retry(RECONNECT);
+    let first = tokio_stream::iter(
+        std::iter::once(Ok(retry))
+            .chain(behind.then(|| Ok(Event::default().data(r#"{"reload":true}"#)))),
+    );
     let changes = BroadcastStream::new(s.events.subscribe()).map(Out::Change);
     let beats = tokio_stream::wrappers::IntervalStream::new(tokio::time::interval_at(
         tokio::time::Instant::now() + HEARTBEAT,

@@ -6,9 +6,13 @@
 //! column is 422; adding below a card and removing one.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod support;
+
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use board::card;
 use http_body_util::BodyExt;
+use sea_orm::EntityTrait;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -42,6 +46,20 @@ fn ids(board: &Value, column: &str) -> Vec<String> {
         .collect()
 }
 
+/// The next frame of an event stream that carries data (the first only sets the
+/// reconnection delay), as event name, id and data.
+async fn next_event(stream: &mut axum::body::Body) -> (Option<String>, Option<String>, String) {
+    loop {
+        let frame = stream.frame().await.unwrap().unwrap().into_data().unwrap();
+        let text = String::from_utf8_lossy(&frame).into_owned();
+        let e = sse(&text);
+        if !e.2.is_empty() {
+            return e;
+        }
+        assert!(text.starts_with("retry:"), "a frame without data: {text:?}");
+    }
+}
+
 /// An SSE frame's event name, id and data.
 fn sse(frame: &str) -> (Option<String>, Option<String>, String) {
     let (mut kind, mut id, mut data) = (None, None, String::new());
@@ -65,7 +83,11 @@ async fn scenario(engine: &str, url: &str) {
             .await
             .unwrap();
     }
-    let app = board::app(board::setup(db).await.unwrap());
+    let state = board::setup(db.clone()).await.unwrap();
+    let app = board::app(state.clone());
+    // another board in the same tables, with a card the page must never reach
+    let other = uuid::Uuid::new_v4();
+    let foreign = support::other_board(&db, other).await;
 
     // the page, with its code
     let res = app
@@ -101,12 +123,74 @@ async fn scenario(engine: &str, url: &str) {
     assert_eq!(moved["rows"][0]["column"], "todo", "{engine}");
     // the stream got the same changes, with the version as the event's id, and this
     // board's id
-    let frame = stream.frame().await.unwrap().unwrap().into_data().unwrap();
-    let (kind, id, data) = sse(&String::from_utf8_lossy(&frame));
+    let (kind, id, data) = next_event(&mut stream).await;
     assert_eq!((kind, id), (None, Some((v + 1).to_string())), "{engine}");
     let data: Value = serde_json::from_str(&data).unwrap();
     assert_eq!(data, moved, "{engine}");
     assert_eq!(data["board"], b["board"], "{engine}");
+
+    // the other board's card, as a card, a neighbour or a removal: 404 in this board's
+    // words (nothing of the other board in them), nothing written, nothing sent
+    let f = foreign.to_string();
+    let cur = v + 1;
+    let (_, now) = call(&app, "GET", "/api/board", None).await;
+    let todo_now = ids(&now, "todo");
+    for (method, uri, body) in [
+        (
+            "POST",
+            "/api/move",
+            Some(
+                json!({ "card": f, "column": "todo", "prev": null, "next": todo_now[0], "version": cur }),
+            ),
+        ),
+        (
+            "POST",
+            "/api/move",
+            Some(
+                json!({ "card": todo_now[2], "column": "todo", "prev": f, "next": null, "version": cur }),
+            ),
+        ),
+        (
+            "POST",
+            "/api/move",
+            Some(
+                json!({ "card": todo_now[2], "column": "todo", "prev": todo_now[0], "next": f, "version": cur - 1 }),
+            ),
+        ),
+        (
+            "POST",
+            "/api/cards",
+            Some(
+                json!({ "column": "todo", "title": "x", "prev": f, "next": null, "version": cur }),
+            ),
+        ),
+        ("DELETE", &*format!("/api/cards/{f}"), None),
+    ] {
+        let (status, e) = call(&app, method, uri, body.clone()).await;
+        assert_eq!(
+            status,
+            StatusCode::NOT_FOUND,
+            "{engine}: {method} {uri} {body:?}: {e}"
+        );
+        let said = e["message"].as_str().unwrap();
+        assert!(
+            !said.contains(&other.to_string()) && !said.contains("version"),
+            "{engine}: {said}"
+        );
+    }
+    let (_, still) = call(&app, "GET", "/api/board", None).await;
+    assert_eq!(still["version"], cur, "{engine}");
+    assert_eq!(ids(&still, "todo"), todo_now, "{engine}");
+    let theirs = card::Entity::find_by_id(foreign)
+        .one(&db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (theirs.board_id, theirs.status.as_str()),
+        (other, "todo"),
+        "{engine}"
+    );
 
     // the same drag again (a page at the old version): the card is already there, so
     // nothing is written, no version taken, nothing sent to the other pages
@@ -135,6 +219,14 @@ async fn scenario(engine: &str, url: &str) {
     let (status, moved) = call(&app, "POST", "/api/move", Some(across)).await;
     assert_eq!(status, StatusCode::OK, "{engine}: {moved}");
     assert_eq!(moved["rows"][0]["column"], "done", "{engine}");
+    // the stream's next change is this one: none of the refusals above was sent
+    let next = loop {
+        let (kind, id, data) = next_event(&mut stream).await;
+        if kind.as_deref() != Some("heartbeat") {
+            break (id, data);
+        }
+    };
+    assert_eq!(next.0, Some((v + 2).to_string()), "{engine}: {}", next.1);
 
     // a new card below the first of Doing, with its title in the changes
     let (_, now) = call(&app, "GET", "/api/board", None).await;
@@ -230,23 +322,17 @@ async fn scenario(engine: &str, url: &str) {
         .await
         .unwrap()
         .into_body();
-    let frame = behind.frame().await.unwrap().unwrap().into_data().unwrap();
-    let (_, _, data) = sse(&String::from_utf8_lossy(&frame));
+    let (_, _, data) = next_event(&mut behind).await;
     assert_eq!(data, r#"{"reload":true}"#, "{engine}");
     // every open stream carries the board's version within a heartbeat, so a page
     // whose event a proxy dropped finds out
     let mut current = app.clone().oneshot(open(now)).await.unwrap().into_body();
-    let frame = tokio::time::timeout(
+    let (kind, _, data) = tokio::time::timeout(
         board::HEARTBEAT + std::time::Duration::from_secs(1),
-        current.frame(),
+        next_event(&mut current),
     )
     .await
-    .expect("a heartbeat")
-    .unwrap()
-    .unwrap()
-    .into_data()
-    .unwrap();
-    let (kind, _, data) = sse(&String::from_utf8_lossy(&frame));
+    .expect("a heartbeat");
     assert_eq!(kind.as_deref(), Some("heartbeat"), "{engine}");
     let beat: Value = serde_json::from_str(&data).unwrap();
     assert_eq!(beat["version"], now, "{engine}");

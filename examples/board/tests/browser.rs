@@ -1,24 +1,45 @@
-//! The board in real browsers: Debian's `chromium` driven by `playwright-core`
-//! (`tests/browser/drag.mjs`), against the server on SQLite and on PostgreSQL. After
-//! every step of the script this test reads the database itself and requires every
-//! page to show exactly its order: a drag in one page appears in the other within a
-//! second; a drag across columns; both pages dropping into one gap at the same moment
-//! end identical to the database with no card lost or doubled; a stale page's drag is
-//! refused and that page repairs itself; adding at the end and below a card, removing;
-//! a reload; a keyboard move; a phone profile (375 px, touch) and a touch drag. Then the
-//! same board in Debian's `firefox-esr`, driven by `puppeteer-core` over WebDriver BiDi
-//! (`tests/browser/firefox.mjs`): two pages, a keyboard move seen by the other, a card
-//! added. Screenshots go to `target/board-screenshots/`.
+//! The board in real browsers, on SQLite and on PostgreSQL: Debian's `chromium` driven
+//! by `playwright-core` (`tests/browser/drag.mjs`) and Debian's `firefox-esr` driven by
+//! `puppeteer-core` over WebDriver BiDi (`tests/browser/firefox.mjs`) run the same
+//! scenario (`tests/browser/common.mjs`), with the mouse, the keyboard and the page's
+//! own requests. After every step this test reads the database itself and requires
+//! every page to show exactly its order:
+//!
+//! - a drag in one page appears in the other within a second; a drag across columns;
+//! - two pages dropping into one gap at the same moment (this test holds each write
+//!   until both arrived): exactly one wins, the other is told; into two different gaps:
+//!   both win; no card lost or doubled; a press held while another page's change
+//!   arrives still drags;
+//! - a stale page's drag is refused and that page repairs itself; a removed card dragged
+//!   from a stale page is a 404 said in words;
+//! - adding at the end and below a card (what another page is typing survives), removing;
+//! - a keyboard move; another board's card refused with 404 and no page changed;
+//! - the event streams cut with a change made meanwhile: the pages resume within 5 s;
+//! - a reload; then, on the real server (`board`'s binary), Ctrl-C with two pages open
+//!   exits within a second.
+//!
+//! Chromium adds a phone profile (375 px, touch) and a finger's drag. Screenshots go to
+//! `target/board-screenshots/`.
 //!
 //! Needs `ORDERED_BROWSER=1`, node, `npm ci` in `tests/browser`, `/usr/bin/chromium`
-//! (or `CHROMIUM`) and `/usr/bin/firefox-esr`; `.ci/run` installs them. Without `ORDERED_BROWSER=1` it says it
-//! skipped.
+//! (or `CHROMIUM`) and `/usr/bin/firefox-esr`; `.ci/run` installs them. Without
+//! `ORDERED_BROWSER=1` it says it skipped.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod support;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use serde_json::{Value, json};
+use tower::ServiceExt;
 
 use board::{COLUMNS, card};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
@@ -83,22 +104,207 @@ struct Script {
     shots: &'static [&'static str],
 }
 
-/// Chromium through playwright-core: two (then three) pages, a phone profile.
+/// The steps of the scenario both browsers run (`scenario` and `interrupt` in
+/// common.mjs).
+const SHARED_STEPS: usize = 15;
+
+/// Chromium through playwright-core: the scenario, a phone profile, a touch drag.
 const CHROMIUM: Script = Script {
     file: "drag.mjs",
-    steps: 11,
+    steps: SHARED_STEPS + 2,
     shots: &["a", "b", "phone"],
 };
 
-/// Firefox ESR through puppeteer-core over WebDriver BiDi.
+/// Firefox ESR through puppeteer-core over WebDriver BiDi: the scenario.
 const FIREFOX: Script = Script {
     file: "firefox.mjs",
-    steps: 4,
-    shots: &["firefox"],
+    steps: SHARED_STEPS,
+    shots: &["firefox", "firefox-a", "firefox-b"],
 };
+
+/// Holds each `POST /api/move` until `want` of them arrived (or 5 seconds passed), so
+/// that two pages' drops reach the server together whatever the browser's timing.
+#[derive(Default)]
+struct Hold {
+    /// How many to wait for (0: none held), how many arrived, whether the last hold
+    /// released because they all arrived.
+    state: Mutex<(usize, usize, bool)>,
+    go: tokio::sync::Notify,
+}
+
+async fn hold(State(h): State<Arc<Hold>>, req: Request, next: Next) -> Response {
+    if req.uri().path() == "/api/move" {
+        let notified = h.go.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let wait = {
+            let mut s = h.state.lock().unwrap();
+            if s.0 == 0 {
+                false
+            } else {
+                s.1 += 1;
+                if s.1 >= s.0 {
+                    *s = (0, 0, true);
+                    h.go.notify_waiters();
+                    false
+                } else {
+                    true
+                }
+            }
+        };
+        if wait
+            && tokio::time::timeout(Duration::from_secs(5), notified)
+                .await
+                .is_err()
+        {
+            // the others never came: let it through, and the step fails on `held`
+            *h.state.lock().unwrap() = (0, 0, false);
+            h.go.notify_waiters();
+        }
+    }
+    next.run(req).await
+}
+
+/// The request `app` answers.
+async fn call(app: &axum::Router, method: &str, uri: &str, body: Option<Value>) -> Value {
+    let req = axum::http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", "application/json")
+        .body(body.map_or_else(axum::body::Body::empty, |b| b.to_string().into()))
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    assert!(
+        res.status().is_success(),
+        "{method} {uri}: {}",
+        res.status()
+    );
+    let bytes = http_body_util::BodyExt::collect(res.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// The real server, when the script started it: killed if the test fails first.
+struct Server(Option<Child>);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// What the script asked for, done: hold writes, report the hold, cut the event streams
+/// (and make a change while they are down), make another board's card, start the real
+/// server, interrupt it.
+fn answer(
+    what: &Value,
+    rt: &tokio::runtime::Runtime,
+    state: &Arc<board::AppState>,
+    app: &axum::Router,
+    held: &Hold,
+    url: &str,
+    server: &mut Server,
+) -> Result<Value, String> {
+    if let Some(n) = what["hold"].as_u64() {
+        *held.state.lock().unwrap() = (n as usize, 0, false);
+        return Ok(json!({}));
+    }
+    if what["held"].as_bool() == Some(true) {
+        // the page's writes were sent (both drags were made); wait for the release
+        let t0 = Instant::now();
+        loop {
+            let s = *held.state.lock().unwrap();
+            if s.0 == 0 {
+                return Ok(json!({ "together": s.2 }));
+            }
+            if t0.elapsed() > Duration::from_secs(6) {
+                return Ok(json!({ "together": false }));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    if what["cut"].as_bool() == Some(true) {
+        // every open stream ends (the pages reconnect after board::RECONNECT), and a
+        // drag is made before they are back: the last card of To do goes first
+        board::shutdown(state);
+        return rt.block_on(async {
+            let b = call(app, "GET", "/api/board", None).await;
+            let todo: Vec<&str> = b["columns"]["todo"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["id"].as_str().unwrap())
+                .collect();
+            if todo.len() < 2 {
+                return Err(format!("To do needs two cards: {b}"));
+            }
+            let drag = json!({ "card": todo[todo.len() - 1], "column": "todo", "prev": null, "next": todo[0], "version": b["version"] });
+            let moved = call(app, "POST", "/api/move", Some(drag)).await;
+            Ok(json!({ "version": moved["version"] }))
+        });
+    }
+    if what["foreign"].as_bool() == Some(true) {
+        // the largest UUID there is, so that the real server, which shows the first
+        // board by id, still shows this test's board
+        let id = rt.block_on(support::other_board(state.db(), uuid::Uuid::max()));
+        return Ok(json!({ "card": id }));
+    }
+    if what["serve"].as_bool() == Some(true) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_board"))
+            .env("DATABASE_URL", url)
+            .env("BOARD_ADDR", "127.0.0.1:0")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .map_err(|e| e.to_string())?;
+        server.0 = Some(child);
+        let at = first
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .ok_or_else(|| format!("the server said {first:?}"))?;
+        return Ok(json!({ "url": at }));
+    }
+    if what["interrupt"].as_bool() == Some(true) {
+        let child = server.0.as_mut().ok_or("no server to interrupt")?;
+        let t0 = Instant::now();
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .map_err(|e| e.to_string())?;
+        loop {
+            if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+                let ms = t0.elapsed().as_millis();
+                if !status.success() {
+                    return Err(format!("the server exited with {status}"));
+                }
+                if ms > 1000 {
+                    return Err(format!("the server took {ms} ms to exit after Ctrl-C"));
+                }
+                server.0 = None;
+                return Ok(json!({ "ms": ms }));
+            }
+            if t0.elapsed() > Duration::from_secs(5) {
+                let _ = child.kill();
+                return Err("the server still runs 5 s after Ctrl-C with pages open".into());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    Err(format!("nothing to do for {what}"))
+}
 
 fn run(engine: &str, url: &str, dir: &Path, chromium: &Path, script: &Script) {
     let rt = tokio::runtime::Runtime::new().unwrap();
+    let held = Arc::new(Hold::default());
     let (state, addr) = rt.block_on(async {
         let db = sea_orm::Database::connect(url).await.unwrap();
         // this test's own tables: start from none
@@ -110,10 +316,13 @@ fn run(engine: &str, url: &str, dir: &Path, chromium: &Path, script: &Script) {
         let state = board::setup(db).await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let app = board::app(state.clone());
+        let app = board::app(state.clone())
+            .layer(axum::middleware::from_fn_with_state(held.clone(), hold));
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         (state, addr)
     });
+    let app = board::app(state.clone());
+    let mut server = Server(None);
     let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/board-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let shots = shots.join(engine);
@@ -138,6 +347,18 @@ fn run(engine: &str, url: &str, dir: &Path, chromium: &Path, script: &Script) {
         if line == "DONE" {
             done = true;
             break;
+        }
+        if let Some(json) = line.strip_prefix("ASK ") {
+            let what: Value = serde_json::from_str(json).unwrap();
+            let reply = answer(&what, &rt, &state, &app, &held, url, &mut server)
+                .unwrap_or_else(|e| json!({ "error": e }));
+            eprintln!("{engine}: asked {what}, answered {reply}");
+            writeln!(to_node, "{reply}").unwrap();
+            if let Some(e) = reply["error"].as_str() {
+                let _ = node.kill();
+                panic!("{engine} {}: {e}", script.file);
+            }
+            continue;
         }
         let Some(json) = line.strip_prefix("STEP ") else {
             eprintln!("{engine} node: {line}");
