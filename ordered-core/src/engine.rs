@@ -284,6 +284,188 @@ impl Listing {
     }
 }
 
+/// Where the next page of a list starts ([`Page::next`]): after the place of the last
+/// row of the page before, as long as the list is still at the version that page was
+/// read at. A page read with a cursor of another version is refused with
+/// [`Error::ListChanged`]; the client then starts again from the first page, or goes on
+/// with [`Cursor::resume`].
+///
+/// It travels to the client and back as a string ([`Display`](std::fmt::Display) and
+/// [`FromStr`](std::str::FromStr), for a query parameter) or with serde (the `serde`
+/// feature). It holds the list's version and the last row's position and id, nothing
+/// of any other list.
+///
+/// ```
+/// use ordered_core::{Cursor, Position};
+///
+/// let c = Cursor { version: Some(7), position: Position::Int(3072), id: 12_i64, resume: false };
+/// let sent = c.to_string();
+/// assert_eq!(sent.parse::<Cursor<i64>>().unwrap(), c);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Cursor<K = Id> {
+    /// The list's version when the page before was read (`None`: the table has no
+    /// version column, and pages cannot tell that the list changed).
+    pub version: Option<i64>,
+    /// The position of the last row of the page before.
+    pub position: Position,
+    /// The id of the last row of the page before.
+    pub id: K,
+    /// Go on though the list changed since ([`Cursor::resume`]); not part of the string.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub resume: bool,
+}
+
+impl<K> Cursor<K> {
+    /// This cursor, accepted though the list changed since its page was read: the next
+    /// page holds the rows after the same place in the list as it is now. A row that
+    /// moved from behind the place to after it shows again, and one that moved the
+    /// other way is missed; start again from the first page when that matters.
+    pub fn resume(mut self) -> Self {
+        self.resume = true;
+        self
+    }
+
+    /// This cursor with `id` for its row's id (another key type).
+    #[doc(hidden)]
+    pub fn clone_with<J>(&self, id: J) -> Cursor<J> {
+        Cursor {
+            version: self.version,
+            position: self.position.clone(),
+            id,
+            resume: self.resume,
+        }
+    }
+}
+
+/// `v<version or ->.i<integer>.<id>` or `v<version or ->.k<length>.<key><id>`: the
+/// key's length first, so that any key and id need no escaping.
+impl<K: std::fmt::Display> std::fmt::Display for Cursor<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.version {
+            Some(v) => write!(f, "v{v}.")?,
+            None => f.write_str("v-.")?,
+        }
+        match &self.position {
+            Position::Int(i) => write!(f, "i{i}.{}", self.id),
+            Position::Key(k) => write!(f, "k{}.{k}{}", k.len(), self.id),
+        }
+    }
+}
+
+/// A cursor string that is not one ([`Cursor`]'s `FromStr`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a page cursor: start from the first page")]
+pub struct BadCursor;
+
+impl<K: std::str::FromStr> std::str::FromStr for Cursor<K> {
+    type Err = BadCursor;
+    fn from_str(s: &str) -> Result<Self, BadCursor> {
+        let rest = s.strip_prefix('v').ok_or(BadCursor)?;
+        let (version, rest) = rest.split_once('.').ok_or(BadCursor)?;
+        let version = match version {
+            "-" => None,
+            v => Some(v.parse().map_err(|_| BadCursor)?),
+        };
+        let (position, id) = if let Some(rest) = rest.strip_prefix('i') {
+            let (i, id) = rest.split_once('.').ok_or(BadCursor)?;
+            (Position::Int(i.parse().map_err(|_| BadCursor)?), id)
+        } else {
+            let rest = rest.strip_prefix('k').ok_or(BadCursor)?;
+            let (len, rest) = rest.split_once('.').ok_or(BadCursor)?;
+            let len: usize = len.parse().map_err(|_| BadCursor)?;
+            let key = rest.get(..len).ok_or(BadCursor)?;
+            (Position::Key(key.to_owned()), &rest[len..])
+        };
+        Ok(Cursor {
+            version,
+            position,
+            id: id.parse().map_err(|_| BadCursor)?,
+            resume: false,
+        })
+    }
+}
+
+/// A page of a list ([`sql::page`]): at most the asked number of rows after a
+/// [`Cursor`] (or from the start), `ORDER BY position, id`, with the list's version read
+/// in the same statement and the cursor of the next page (`None`: this is the last).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Page<R = Row, K = Id> {
+    /// The rows, in order.
+    pub rows: Vec<R>,
+    /// The list's version (`None` without a version column).
+    pub version: Option<i64>,
+    /// Where the next page starts; `None` after the last row.
+    pub next: Option<Cursor<K>>,
+}
+
+/// A page of the library's rows ([`Row`]: id, list, position) in the model's key types:
+/// what the adapters' `page` returns.
+pub type RowPage<K = Id, P = Id> = Page<Row<K, P>, K>;
+
+impl Page {
+    /// The page of `parent` from the reply to [`sql::page`] run with `after` and
+    /// `limit`: [`Error::ParentNotFound`] when the parent row does not exist,
+    /// [`Error::ListChanged`] when the list is no longer at `after`'s version (unless
+    /// it [resumes](Cursor::resume)).
+    pub fn from_reply(
+        spec: &Spec,
+        parent: Id,
+        after: Option<&Cursor>,
+        limit: u32,
+        reply: Reply,
+    ) -> Result<Page, Error> {
+        let Listing { mut rows, version } = Listing::from_reply(spec, parent, reply)?;
+        if let Some(c) = after
+            && !c.resume
+            && c.version != version
+        {
+            return Err(Error::ListChanged { parent });
+        }
+        let limit = page_limit(limit);
+        let next = if rows.len() > limit {
+            rows.truncate(limit);
+            rows.last().map(|r| Cursor {
+                version,
+                position: r.position.clone(),
+                id: r.id,
+                resume: false,
+            })
+        } else {
+            None
+        };
+        Ok(Page {
+            rows,
+            version,
+            next,
+        })
+    }
+
+    /// This page with the keys in the model's own types.
+    pub fn typed<K: AppKey, P: AppKey>(self) -> Result<Page<Row<K, P>, K>, Error> {
+        let Listing { rows, version } = Listing {
+            rows: self.rows,
+            version: self.version,
+        }
+        .typed()?;
+        Ok(Page {
+            rows,
+            version,
+            next: match self.next {
+                Some(c) => Some(c.clone_with(changes::typed_key(c.id)?)),
+                None => None,
+            },
+        })
+    }
+}
+
+/// The rows a page holds: `limit`, at least one.
+pub(crate) fn page_limit(limit: u32) -> usize {
+    usize::try_from(limit.max(1)).unwrap_or(usize::MAX)
+}
+
 /// What a write checks of the client's view before it applies (the adapters'
 /// `concurrency` option). Every mode locks the list and reads under the lock; they
 /// differ in what refuses a client whose page is older than the list.

@@ -225,6 +225,15 @@ pub enum Error {
         /// The list.
         parent: Id,
     },
+    /// A page asked for with the [`Cursor`](crate::Cursor) of an older version of the
+    /// list: rows moved since the page before, so the next page could repeat or skip
+    /// some. Read the list again from the first page, or go on with
+    /// [`Cursor::resume`](crate::Cursor::resume).
+    #[error("{} changed since the page before was read: read it again from the first page", Coll(*parent))]
+    ListChanged {
+        /// The list.
+        parent: Id,
+    },
     /// A tree's row with rows below it, removed under
     /// [`Removal::Refuse`](crate::spec::Removal::Refuse). Nothing was written.
     #[error("item {id} has items below it: move or remove them first")]
@@ -337,7 +346,7 @@ impl Error {
     /// `wrong_key_type`, `wrong_scope`, `wrong_link_key`, `parent_changed`, `already_applied`, `key_collation`,
     /// `version_column_required`, `commit_dropped`, `partially_applied`,
     /// `invalid_request`, `schema_mismatch`, `inconsistent`, `constraint_violation`,
-    /// `already_in_list`.
+    /// `already_in_list`, `has_children`, `list_changed`.
     ///
     /// ```
     /// use ordered_core::{Error, error::Status};
@@ -378,6 +387,7 @@ impl Error {
             Error::Constraint { .. } => "constraint_violation",
             Error::AlreadyInList { .. } => "already_in_list",
             Error::HasChildren { .. } => "has_children",
+            Error::ListChanged { .. } => "list_changed",
             Error::SchemaMismatch { .. } => "schema_mismatch",
             Error::Inconsistent(_) => "inconsistent",
         }
@@ -399,6 +409,7 @@ impl Error {
             | Error::WouldCycle { .. }
             | Error::AlreadyInList { .. }
             | Error::HasChildren { .. }
+            | Error::ListChanged { .. }
             | Error::AlreadyApplied { .. } => Status::Conflict,
             // a duplicate conflicts with an existing row; any other constraint says the
             // row cannot be stored as sent

@@ -57,7 +57,7 @@ use adapter::{observe, retry, sql};
 pub use id::{AppKey, Id, Key, KeyTooLong, KeyType, MAX_TEXT_KEY, WrongKey};
 
 pub use changes::{Change, Changes};
-pub use engine::{Concurrency, Inserted, Listing, Outcome};
+pub use engine::{BadCursor, Concurrency, Cursor, Inserted, Listing, Outcome, Page, RowPage};
 pub use error::Error;
 pub use key::KeyError;
 pub use plan::{Passes, Placement, Plan, Request, Row, Write};

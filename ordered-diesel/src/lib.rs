@@ -138,9 +138,10 @@ pub use ordered_core::key;
 pub use ordered_core::migration::{Ensured, Fix};
 pub use ordered_core::spec::Removal;
 pub use ordered_core::{
-    AppKey, Concurrency, Dense, Dialect, Fractional, Gapped, Id, Inserted, Key, KeyType, Listing,
-    MAX_POSITION, MIN_POSITION, NullScope, Ordered, Outcome, Placement, Position, PositionKind,
-    PositionStrategy, RebalancePolicy, Report, Request, RetryPolicy, Row, ScopeColumn, Spec,
+    AppKey, BadCursor, Concurrency, Cursor, Dense, Dialect, Fractional, Gapped, Id, Inserted, Key,
+    KeyType, Listing, MAX_POSITION, MIN_POSITION, NullScope, Ordered, Outcome, Page, Placement,
+    Position, PositionKind, PositionStrategy, RebalancePolicy, Report, Request, RetryPolicy, Row,
+    RowPage, ScopeColumn, Spec,
 };
 
 #[doc(hidden)]

@@ -380,6 +380,16 @@ pub trait OrderedDsl: Ordered + Sized {
         }
     }
 
+    /// [`OrderedTable::page`].
+    fn page<C: OrderedConnection>(
+        conn: &mut C,
+        parent: impl Into<Self::Scope>,
+        after: Option<&ordered_core::Cursor<Self::Key>>,
+        limit: u32,
+    ) -> Result<ordered_core::RowPage<Self::Key, Self::Scope>> {
+        OrderedTable::of::<Self>().page(conn, parent, after, limit)
+    }
+
     /// The operations with options ([`OrderedTable::within`],
     /// [`OrderedTable::concurrency`], retries), in the model's key types.
     fn ordered() -> OrderedTable<Self::Key, Self::Scope> {

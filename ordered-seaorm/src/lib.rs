@@ -94,9 +94,10 @@ pub use ordered_core::constraint::{Constraint, ConstraintKind};
 pub use ordered_core::migration::{Ensured, Fix};
 pub use ordered_core::spec::Removal;
 pub use ordered_core::{
-    AppKey, Concurrency, Dense, Dialect, Fractional, Gapped, Id, Inserted, Key, KeyType, Listing,
-    MAX_POSITION, MIN_POSITION, NullScope, Outcome, Placement, Position, PositionKind,
-    PositionStrategy, RebalancePolicy, Report, Request, RetryPolicy, Row, ScopeColumn, Spec, key,
+    AppKey, BadCursor, Concurrency, Cursor, Dense, Dialect, Fractional, Gapped, Id, Inserted, Key,
+    KeyType, Listing, MAX_POSITION, MIN_POSITION, NullScope, Outcome, Page, Placement, Position,
+    PositionKind, PositionStrategy, RebalancePolicy, Report, Request, RetryPolicy, Row, RowPage,
+    ScopeColumn, Spec, key,
 };
 
 /// A model field type that can hold an ordered table's keys (the primary key and the

@@ -238,6 +238,20 @@ pub enum Step {
     WriteAround(usize, Option<i64>),
     /// Remove a tree's row under this removal policy.
     RemoveWith(usize, ordered_core::Removal),
+    /// Read a page of at most this many rows of a collection (`page`), from where
+    /// [`PageFrom`] says; checked against the whole list read at the same moment.
+    Page(i64, u32, PageFrom),
+}
+
+/// Where a [`Step::Page`] starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageFrom {
+    /// The first page.
+    Start,
+    /// The cursor the last page step returned.
+    Next,
+    /// That cursor, accepted though the list changed (`Cursor::resume`).
+    Resume,
 }
 
 /// The mask of what `ensure_ordering` or `adopt_ordering` added: bit `n` for the `n`th
@@ -304,6 +318,25 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
     use At::*;
     use Step::*;
     use ordered_core::Removal;
+    // a list of seven read in pages of three while a writer moves a row: the version
+    // refuses the next page; resumed, it goes on after the same place
+    let pages: Vec<Step> = (0..7)
+        .map(|_| Insert(1, Last))
+        .chain([
+            Page(1, 3, PageFrom::Start),  // 7: 0 1 2
+            Page(1, 3, PageFrom::Next),   // 8: 3 4 5
+            Page(1, 3, PageFrom::Next),   // 9: 6, the last
+            Page(1, 3, PageFrom::Start),  // 10: 0 1 2
+            Move(5, First),               // 11: 5 0 1 2 3 4 6
+            Page(1, 3, PageFrom::Next),   // 12: refused, list_changed
+            Page(1, 3, PageFrom::Resume), // 13: 3 4 6, the last
+            Page(1, 0, PageFrom::Start),  // 14: one row at least: 5
+            Page(2, 3, PageFrom::Start),  // 15: an empty list
+            Page(77, 3, PageFrom::Start), // 16: no such parent
+            MoveTo(6, 2, First),          // 17
+            Page(2, 3, PageFrom::Start),  // 18: 6
+        ])
+        .collect();
     let hot: Vec<Step> = (0..3)
         .map(|_| Insert(1, Last))
         .chain((0..30).map(|_| Insert(1, After(0))))
@@ -652,6 +685,30 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
         ),
         ("hot_gap_ints", ints, hot.clone()),
         ("hot_gap_keys", Schema::KEYS, hot),
+        ("keyset_pages", ints, pages.clone()),
+        ("keyset_pages_keys", Schema::KEYS, pages),
+        (
+            // pages of the rows the list shows (an archived row is left out) of a
+            // table ordered per (board, column)
+            "keyset_pages_shown",
+            Schema {
+                id: KeyType::Uuid,
+                parent: KeyType::Uuid,
+                hidden: true,
+                split: true,
+                ..ints
+            },
+            (0..4)
+                .map(|_| Insert(1, Last))
+                .chain([
+                    Insert(2, Last),             // 4: the board's other column
+                    Archive(1),                  // 5
+                    Page(1, 2, PageFrom::Start), // 6: 0 2
+                    Page(1, 2, PageFrom::Next),  // 7: 3, the last
+                    Page(2, 2, PageFrom::Start), // 8: 4
+                ])
+                .collect(),
+        ),
         (
             "across_parents_and_reorder",
             Schema::KEYS,

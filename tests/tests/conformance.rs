@@ -4,12 +4,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use diesel::connection::SimpleConnection;
-use ordered_conformance::{Schema, Step, scripts};
+use ordered_conformance::{PageFrom, Schema, Step, scripts};
 use ordered_core::adapter::{Reply, Returns, Statement, Wire, sql};
 use ordered_core::migration::{create_parent_table, create_table};
 use ordered_core::{
-    Changes, Concurrency, Dialect, Fractional, Gapped, Id, KeyType, Position, PositionStrategy,
-    Request, Row, ScopeColumn, Spec,
+    Changes, Concurrency, Cursor, Dialect, Fractional, Gapped, Id, KeyType, Position,
+    PositionStrategy, Request, Row, ScopeColumn, Spec,
 };
 use sea_orm::{ConnectionTrait, Database, TransactionTrait};
 
@@ -85,6 +85,84 @@ fn check_step(tag: &str, name: &str, i: usize, before: &[Row], after: &[Row], r:
 
 /// The end of a run: the versioned read returns the same rows as the plain one, and its
 /// version (as a last pseudo-step, so that the ORMs' versions are compared too).
+/// The cursor a [`Step::Page`] starts from, sent as the string a client keeps (the
+/// resume flag is the caller's, not part of it).
+fn page_from(cursor: &Option<Cursor>, from: PageFrom) -> Option<Cursor> {
+    let sent = |c: &Cursor| {
+        let back: Cursor = c.to_string().parse().expect("the cursor's own string");
+        assert_eq!(
+            back,
+            Cursor {
+                resume: false,
+                ..c.clone()
+            },
+            "{c}"
+        );
+        back
+    };
+    match from {
+        PageFrom::Start => None,
+        PageFrom::Next => cursor.as_ref().map(sent),
+        PageFrom::Resume => cursor.as_ref().map(sent).map(Cursor::resume),
+    }
+}
+
+/// What a [`Step::Page`] read, checked against the whole list read just before it:
+/// the rows after the cursor's `(position, id)`, at most `limit` (at least one), and a
+/// next cursor exactly when rows are left. Keeps that cursor for the next page step;
+/// the outcome holds the page's rows (as changes) and their number (as position).
+fn page_step(
+    full: &[Row],
+    after: Option<&Cursor>,
+    limit: u32,
+    cursor: &mut Option<Cursor>,
+    page: ordered_core::Page,
+) -> (Option<Position>, Changes) {
+    let rest: Vec<&Row> = full
+        .iter()
+        .filter(|r| after.is_none_or(|c| (&r.position, r.id) > (&c.position, c.id)))
+        .collect();
+    let want = &rest[..rest.len().min(limit.max(1) as usize)];
+    let got: Vec<&Row> = page.rows.iter().collect();
+    assert_eq!(
+        got, want,
+        "the page is not the list's rows after the cursor"
+    );
+    assert_eq!(
+        page.next.is_some(),
+        rest.len() > want.len(),
+        "a next cursor exactly when rows are left: {:?}",
+        page.next
+    );
+    if let Some(next) = &page.next {
+        let last = want.last().expect("a page with a next cursor has rows");
+        assert_eq!((&next.position, next.id), (&last.position, last.id));
+        assert_eq!(next.version, page.version);
+    }
+    cursor.clone_from(&page.next);
+    let parent = full.first().map(|r| r.parent);
+    (
+        Some(Position::Int(page.rows.len() as i64)),
+        Changes {
+            rows: page
+                .rows
+                .iter()
+                .map(|r| ordered_core::changes::Change {
+                    id: r.id,
+                    parent: r.parent,
+                    position: r.position.clone(),
+                })
+                .collect(),
+            versions: parent
+                .zip(page.version)
+                .map(|(parent, version)| ordered_core::changes::ScopeVersion { parent, version })
+                .into_iter()
+                .collect(),
+            ..Changes::default()
+        },
+    )
+}
+
 fn versioned_step(rows: &[Row], parent: Id, listing: ordered_core::Listing) -> Outcome {
     let of_1: Vec<Row> = rows
         .iter()
@@ -433,6 +511,10 @@ fn check_any(
                 );
             }
         }
+        // a read: nothing written
+        Step::Page(..) => {
+            assert_eq!(before, after, "{tag} {name} step {i}: a page read wrote");
+        }
         Step::WriteAround(..) => {
             assert!(
                 r.is_err(),
@@ -705,6 +787,8 @@ where
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
     let o = ordered_diesel::OrderedTable::new(s).changes_limit(CHANGES_LIMIT);
+    // the cursor the last page step returned
+    let mut cursor: Option<Cursor> = None;
     let mut ids: Vec<Id> = if schema.own {
         own_ids(id_bounds(C::DIALECT, &s).map(|st| conn.run(&st, Wire::PLAIN).unwrap()))
     } else if schema.adopt {
@@ -864,6 +948,14 @@ where
                     models_step(parent, plain, m)
                 })
             }
+            Page(p, limit, from) => {
+                let parent = schema.parent(*p);
+                let after = page_from(&cursor, *from);
+                let full = o.list(&mut conn, parent).unwrap_or_default();
+                diesel_outcome(o.page(&mut conn, parent, after.as_ref(), *limit), |pg| {
+                    page_step(&full, after.as_ref(), *limit, &mut cursor, pg)
+                })
+            }
         };
         if let MoveAfterWrongKey(_) = step {
             assert!(
@@ -954,6 +1046,8 @@ where
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
     let o = ordered_diesel::async_diesel::OrderedTable::new(s).changes_limit(CHANGES_LIMIT);
+    // the cursor the last page step returned
+    let mut cursor: Option<Cursor> = None;
     let mut ids: Vec<Id> = if schema.own {
         let [lo, hi] = id_bounds(d, &s);
         own_ids([
@@ -1127,6 +1221,15 @@ where
                     models_step(parent, plain, m)
                 })
             }
+            Page(p, limit, from) => {
+                let parent = schema.parent(*p);
+                let after = page_from(&cursor, *from);
+                let full = o.list(&mut conn, parent).await.unwrap_or_default();
+                diesel_outcome(
+                    o.page(&mut conn, parent, after.as_ref(), *limit).await,
+                    |pg| page_step(&full, after.as_ref(), *limit, &mut cursor, pg),
+                )
+            }
         };
         let after = try_all_rows_async(&mut conn, &s, schema).await;
         if std::env::var("ORDERED_DEBUG").is_ok() {
@@ -1196,6 +1299,8 @@ async fn run_seaorm(
     }
     one.commit().await.unwrap();
     let o = ordered_seaorm::OrderedTable::new(s).changes_limit(CHANGES_LIMIT);
+    // the cursor the last page step returned
+    let mut cursor: Option<Cursor> = None;
     let mut ids: Vec<Id> = if schema.own {
         let [lo, hi] = id_bounds(d, &s);
         own_ids([
@@ -1367,6 +1472,14 @@ async fn run_seaorm(
                     models_step(parent, plain, m)
                 })
             }
+            Page(p, limit, from) => {
+                let parent = schema.parent(*p);
+                let after = page_from(&cursor, *from);
+                let full = o.list(&db, parent).await.unwrap_or_default();
+                seaorm_outcome(o.page(&db, parent, after.as_ref(), *limit).await, |pg| {
+                    page_step(&full, after.as_ref(), *limit, &mut cursor, pg)
+                })
+            }
         };
         // archiving is the app's own write: the row leaves the shown list
         let after = try_all_rows_seaorm(&db, &s, schema).await;
@@ -1461,6 +1574,42 @@ fn expected(engine: &str, name: &str, d: &Run) {
         "postgres" => 2 + 4 + 8 + 16 + 32 + 256,
         _ => 2 + 4 + 8 + 16 + 32 + 128 + 256,
     };
+    if name == "keyset_pages" || name == "keyset_pages_keys" {
+        // a page's rows (their ids) and how many
+        let page = |i: usize| {
+            ids(&ok(i)
+                .rows
+                .iter()
+                .map(|c| Row {
+                    id: c.id,
+                    parent: c.parent,
+                    position: c.position.clone(),
+                })
+                .collect::<Vec<_>>())
+        };
+        let (first, second, third) = (page(7), page(8), page(9));
+        assert_eq!(
+            [first.len(), second.len(), third.len()],
+            [3, 3, 1],
+            "{engine} {name}"
+        );
+        assert_eq!(page(10), first, "{engine} {name}");
+        refused(12, "list_changed");
+        // resumed after item 2's place: 3 4 6 (5 moved to the front, behind the cursor)
+        assert_eq!(
+            page(13),
+            [second[0], second[1], third[0]],
+            "{engine} {name}"
+        );
+        assert_eq!(page(14), [second[2]], "{engine} {name}: one row at least");
+        assert!(page(15).is_empty(), "{engine} {name}");
+        refused(16, "parent_not_found");
+        assert_eq!(page(18), [third[0]], "{engine} {name}");
+    }
+    if name == "keyset_pages_shown" {
+        let n = |i: usize| ok(i).rows.len();
+        assert_eq!([n(6), n(7), n(8)], [2, 1, 1], "{engine} {name}");
+    }
     if name == "entity_first_sync" {
         refused(4, "schema_mismatch");
         assert_eq!(

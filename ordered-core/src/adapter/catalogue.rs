@@ -157,6 +157,34 @@ macro_rules! operations {
         );
 
         $crate::operations!(@fn $mode
+        /// A page of `parent`'s list for a client that scrolls through a long one: at
+        /// most `limit` rows (at least one) after `after` (`None`: from the start),
+        /// `ORDER BY position, id`, with the list's version read in the same statement
+        /// and the [`Cursor`](ordered_core::Cursor) of the next page (`None` after the
+        /// last row). Unlike an offset, the cursor names a place in the list, so a row
+        /// moved meanwhile does not shift the next page; and it carries the version, so
+        /// a page read after the list changed is refused with
+        /// [`ListChanged`](ordered_core::Error::ListChanged) (409): start again from the
+        /// first page, or go on with [`Cursor::resume`](ordered_core::Cursor::resume).
+        /// Without a version column the pages cannot tell. A missing parent is
+        /// [`ParentNotFound`](ordered_core::Error::ParentNotFound).
+        pub fn page<C: $rbound>(
+            &self,
+            conn: $conn,
+            parent: impl Into<P>,
+            after: Option<&$crate::Cursor<K>>,
+            limit: u32,
+        ) -> Result<$crate::RowPage<K, P>> {
+            let job = $crate::adapter::Job::Page {
+                parent: $crate::adapter::key::<P>(&parent.into())?,
+                after: after.map($crate::adapter::cursor).transpose()?,
+                limit,
+            };
+            let f = $crate::operations!(@await $mode self.read(conn, job))?;
+            Ok(f.into_page()?.typed()?)
+        });
+
+        $crate::operations!(@fn $mode
         /// Checks the table for what the protocol relies on: a unique constraint on
         /// exactly `(scope, position)`, deferrable on PostgreSQL (the one-statement
         /// relabel needs it), and a CHECK constraint on the position column (the

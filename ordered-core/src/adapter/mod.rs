@@ -43,6 +43,11 @@ pub fn opt_key<K: crate::AppKey>(k: &Option<K>) -> Result<Option<crate::Id>, cra
     k.as_ref().map(key).transpose()
 }
 
+/// A page cursor with its row's id as an [`Id`](crate::Id) (what [`Job::Page`] takes).
+pub fn cursor<K: crate::AppKey>(c: &crate::Cursor<K>) -> Result<crate::Cursor, crate::Error> {
+    Ok(c.clone_with(key(&c.id)?))
+}
+
 /// [`key`] of each key, in order.
 pub fn keys<K: crate::AppKey>(ks: &[K]) -> Result<Vec<crate::Id>, crate::Error> {
     ks.iter().map(key).collect()

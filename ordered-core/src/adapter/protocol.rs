@@ -81,6 +81,16 @@ pub enum Job {
     List(Id),
     /// `list_versioned`: the items with the collection's version, in one statement.
     ListVersioned(Id),
+    /// `page`: at most `limit` items after the cursor's place (or from the start), with
+    /// the collection's version, in one statement.
+    Page {
+        /// The collection.
+        parent: Id,
+        /// Where the page starts (`None`: the start).
+        after: Option<crate::Cursor>,
+        /// How many rows at most (at least one).
+        limit: u32,
+    },
     /// `index_of`: the item's 0-based index.
     IndexOf(Id),
     /// `verify`: every row of the collection, checked.
@@ -105,6 +115,8 @@ pub enum Finished {
     Rows(Vec<Row>),
     /// A versioned list.
     Listing(Listing),
+    /// A page of a list.
+    Page(crate::Page),
     /// An index.
     Index(u64),
     /// A verification report.
@@ -146,6 +158,8 @@ finished_as! {
     into_rows -> Vec<Row> = Rows;
     /// `list_versioned`'s listing.
     into_listing -> Listing = Listing;
+    /// `page`'s page.
+    into_page -> crate::Page = Page;
     /// `index_of`'s index.
     into_index -> u64 = Index;
     /// `verify`'s report.
@@ -733,6 +747,30 @@ impl<E: DbFailure> Protocol<E> {
                 Ok(p) => read(&mut self.state, sql::list_versioned(d, spec, p)),
                 Err(e) => self.fail(Failure::Refused(e)),
             },
+            Job::Page {
+                parent,
+                after,
+                limit,
+            } => {
+                let keys = s.scope_key(*parent).and_then(|p| match after {
+                    // a cursor of another table (an integer place for a table of keys)
+                    Some(c) if s.is_key() != matches!(c.position, Position::Key(_)) => {
+                        Err(Error::InvalidPosition {
+                            position: c.position.clone(),
+                            reason: "the cursor is not of this list: start from the first page",
+                        })
+                    }
+                    Some(c) => Ok((p, Some(c.clone_with(s.item_key(c.id)?)))),
+                    None => Ok((p, None)),
+                });
+                match keys {
+                    Ok((p, after)) => read(
+                        &mut self.state,
+                        sql::page(d, spec, p, after.as_ref(), *limit),
+                    ),
+                    Err(e) => self.fail(Failure::Refused(e)),
+                }
+            }
             Job::Verify(parent) => match s.scope_key(*parent) {
                 // every row, the ones the row filter leaves out included
                 Ok(p) => read(&mut self.state, sql::list_all(d, spec, p)),
@@ -1020,6 +1058,15 @@ impl<E: DbFailure> Protocol<E> {
             (Job::ListVersioned(parent), reply) => {
                 Listing::from_reply(spec, *parent, reply).map(Finished::Listing)
             }
+            (
+                Job::Page {
+                    parent,
+                    after,
+                    limit,
+                },
+                reply,
+            ) => crate::Page::from_reply(spec, *parent, after.as_ref(), *limit, reply)
+                .map(Finished::Page),
             (Job::IndexOf(item), Reply::Rows(rows)) => match rows.into_iter().next() {
                 Some(row) => {
                     self.state = State::Count;

@@ -420,7 +420,29 @@ pub fn probe_key_order(d: Dialect, spec: &Spec, probes: &[&str]) -> Statement {
 /// `LEFT JOIN`ed to its items, so an empty collection still has its version (one row
 /// with null item columns) and a missing parent returns no row.
 pub fn list_versioned(d: Dialect, spec: &Spec, parent: Id) -> Statement {
-    versioned(d, spec, parent, false)
+    versioned(d, spec, parent, false, None)
+}
+
+/// A page of a collection: [`list_versioned`] limited to the rows after `after`'s place
+/// (`(position, id)` past the cursor's), at most `limit + 1` of them (the one more
+/// tells that a next page exists), `ORDER BY position, id`. The version comes from the
+/// same statement, so [`Page::from_reply`](crate::Page::from_reply) can tell whether
+/// the list changed since the cursor's page.
+pub fn page(
+    d: Dialect,
+    spec: &Spec,
+    parent: Id,
+    after: Option<&crate::Cursor>,
+    limit: u32,
+) -> Statement {
+    let rows = crate::engine::page_limit(limit).saturating_add(1);
+    versioned(
+        d,
+        spec,
+        parent,
+        false,
+        Some((after.map(|c| (&c.position, c.id)), rows)),
+    )
 }
 
 /// [`list_versioned`] with every column of the items (`o_i.*`, the application's own
@@ -430,10 +452,14 @@ pub fn list_versioned(d: Dialect, spec: &Spec, parent: Id) -> Statement {
 /// the caller's row type, not as a [`Reply`](crate::adapter::Reply). Not a causal read
 /// on a Galera cluster: read through the node that writes.
 pub fn list_models(d: Dialect, spec: &Spec, parent: Id) -> Statement {
-    versioned(d, spec, parent, true)
+    versioned(d, spec, parent, true, None)
 }
 
-fn versioned(d: Dialect, spec: &Spec, parent: Id, models: bool) -> Statement {
+/// A page's bounds: the place after which it starts (none: the start) and how many
+/// rows at most.
+type PageBounds<'a> = Option<(Option<(&'a Position, Id)>, usize)>;
+
+fn versioned(d: Dialect, spec: &Spec, parent: Id, models: bool, page: PageBounds<'_>) -> Statement {
     let mut b = B::new(d);
     let col = |b: &mut B, alias: &str, ident: &str| {
         b.s(alias).s(".").id(ident);
@@ -493,8 +519,23 @@ fn versioned(d: Dialect, spec: &Spec, parent: Id, models: bool) -> Statement {
         }
     }
     b.s(" o_i ON ");
+    // a page's rows: after the cursor's (position, id), in the join, so that the
+    // parent's row (its version) comes back even when no row is left
+    let after = |b: &mut B| {
+        if let Some((Some((pos, id)), _)) = page {
+            b.s(" AND (");
+            col(b, "o_i", spec.position);
+            b.s(" > ").bind(pos.into()).s(" OR (");
+            col(b, "o_i", spec.position);
+            b.s(" = ").bind(pos.into()).s(" AND ");
+            col(b, "o_i", spec.id);
+            b.s(" > ").item(spec, id).s("))");
+        }
+    };
     if spec.locks_rows() {
-        b.scope_is(spec, Some("o_i"), parent).s(" ORDER BY ");
+        b.scope_is(spec, Some("o_i"), parent);
+        after(&mut b);
+        b.s(" ORDER BY ");
     } else {
         col(&mut b, "o_i", spec.parent);
         b.s(" = ");
@@ -503,6 +544,7 @@ fn versioned(d: Dialect, spec: &Spec, parent: Id, models: bool) -> Statement {
         if !spec.split_by.is_empty() {
             b.s(" AND ").scope_is(spec, Some("o_i"), parent);
         }
+        after(&mut b);
         b.s(" WHERE ");
         col(&mut b, "o_p", spec.parent_id);
         b.s(" = ")
@@ -512,6 +554,11 @@ fn versioned(d: Dialect, spec: &Spec, parent: Id, models: bool) -> Statement {
     col(&mut b, "o_i", spec.position);
     b.s(", ");
     col(&mut b, "o_i", spec.id);
+    if let Some((_, rows)) = page {
+        // a literal, as every LIMIT of the library (a bound one defeats SQLite's
+        // prepared statement cache)
+        let _ = write!(b.sql, " LIMIT {rows}");
+    }
     b.done(Returns::Listed)
 }
 
