@@ -132,6 +132,17 @@ fn reads_through_one_node_see_writes_through_another() {
         });
     }
     let t = fresh(&mut w, "gal_causal", &GAPPED, &[1]);
+    // the table reaches the other node before the first plain read (which does not
+    // wait, and would find no table rather than stale rows)
+    let wait_for_table = format!("SELECT 1 FROM {} LIMIT 0", t.spec.table);
+    let t0 = Instant::now();
+    while diesel::connection::SimpleConnection::batch_execute(&mut r, &wait_for_table).is_err() {
+        assert!(
+            t0.elapsed().as_secs() < 10,
+            "the table never reached the other node"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let plain =
         ordered_core::adapter::sql::list(Dialect::Mysql, &t.spec, ordered_diesel::Id::Int(1));
     let mut stale_plain = 0;
