@@ -1470,6 +1470,11 @@ impl Operation {
                     },
                 });
             }
+            // both neighbours in one range read; with a row filter the planner also
+            // needs the hidden rows around them, in reads of its own
+            Placement::Index(i) if self.spec.filter.is_none() => {
+                out.push(Probe::Range(RangeRead::at_index(parent, *i, exclude)));
+            }
             Placement::Index(_) => {}
         }
         out

@@ -246,6 +246,18 @@ pub struct RangeRead {
 }
 
 impl RangeRead {
+    /// The rows at `index - 1` and `index` of `parent` (only the one at 0 for index 0),
+    /// leaving out `exclude`: both neighbours of a placement at an index in one read,
+    /// which the fused read under the lock holds (a table without a row filter).
+    pub fn at_index(parent: Id, index: u64, exclude: Option<Id>) -> Self {
+        RangeRead {
+            limit: Some(if index == 0 { 1 } else { 2 }),
+            offset: index.saturating_sub(1),
+            exclude,
+            ..RangeRead::all(parent)
+        }
+    }
+
     /// The first (`last`: the last) item of `parent`, leaving out `exclude`.
     pub fn edge(parent: Id, last: bool, exclude: Option<Id>) -> Self {
         RangeRead {
@@ -801,6 +813,24 @@ impl Planner<'_> {
                         prev: self.edge(parent, true, ex)?,
                         next: None,
                     },
+                }
+            }
+            // no hidden rows: the rows at i - 1 and i are the neighbours, read together
+            // (in the fused read)
+            Placement::Index(i) if !self.hidden => {
+                let rows = self.reads.range(RangeRead::at_index(parent, *i, ex))?;
+                let (prev, next) = if *i == 0 {
+                    (None, rows.first())
+                } else {
+                    (rows.first(), rows.get(1))
+                };
+                // past the end: not even the row before the index
+                if *i > 0 && prev.is_none() {
+                    return Err(Error::IndexOutOfRange { index: *i }.into());
+                }
+                Gap {
+                    prev: prev.cloned(),
+                    next: next.cloned(),
                 }
             }
             Placement::Index(i) => {

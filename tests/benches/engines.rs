@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Per engine x strategy (gapped, fractional, dense) x workload (append, random
-//! position, hot gap, move to front) x size (1k, 10k, 100k; `--quick`: 1k):
+//! position, hot gap, move to front, insert at index, move to index) x size (1k, 10k, 100k; `--quick`: 1k):
 //! - ours (Diesel adapter): ops/s, p50/p99 latency, rows written per op, longest key;
 //!   and the SeaORM and diesel-async adapters for gapped integers at 1k and 10k;
 //! - the floor: a transaction that locks the parent and updates one row by key (for the
@@ -19,7 +19,9 @@
 //! - 16 writers on 16 parents, and 16 writers on one parent against the floor on one
 //!   parent (alternating rounds, the medians compared).
 //!
-//! `ORDERED_ENGINES=mysql` (comma-separated) runs only those engines and
+//! `ORDERED_BENCH_WORKLOADS="move to index"` only those workloads of the matrix (and
+//! none of the sections after it), `ORDERED_ENGINES=mysql` (comma-separated) runs only
+//! those engines and
 //! `ORDERED_BENCH_SIZES=10000` only those sizes (for the SeaORM and diesel-async rows too,
 //! and the largest is the relabel's), to measure one cell again.
 //!
@@ -257,6 +259,19 @@ fn ours<C: BenchConn>(c: &mut C, s: &Spec, ids: &[Id], workload: &str, ops: usiz
                 o.insert_after(c, 1, hot, |c, slot| insert_row(c, s, &slot))
                     .unwrap()
                     .outcome
+            }
+            // an index the list shows (a numbered view), as acts_as_list's
+            // `insert_at` and django-ordered-model's `to(n)` take
+            "insert at index" => {
+                let at = rng.below(ids.len()) as u64;
+                o.insert_at_index(c, 1, at, |c, slot| insert_row(c, s, &slot))
+                    .unwrap()
+                    .outcome
+            }
+            "move to index" => {
+                let item = ids[rng.below(ids.len())];
+                let at = rng.below(ids.len() - 1) as u64;
+                o.move_to_index(c, item, at).unwrap()
             }
             _ => {
                 let item = ids[rng.below(ids.len())];
@@ -766,6 +781,26 @@ where
     }
 }
 
+/// The workloads of the matrix: each runs ours against the floor (and the naive
+/// baselines for the first three).
+const WORKLOADS: [&str; 6] = [
+    "append",
+    "random",
+    "hot gap",
+    "move to front",
+    "insert at index",
+    "move to index",
+];
+
+/// The workloads to run: `ORDERED_BENCH_WORKLOADS="move to index,insert at index"`
+/// (comma-separated) runs only those rows of the matrix, and none of the sections after
+/// it (the other adapters, the relabel, the concurrent writers).
+fn bench_workloads() -> Option<Vec<String>> {
+    std::env::var("ORDERED_BENCH_WORKLOADS")
+        .ok()
+        .map(|v| v.split(',').map(|w| w.trim().to_owned()).collect())
+}
+
 /// The list sizes to run: `ORDERED_BENCH_SIZES=10000,100000` (comma-separated) instead
 /// of `default`, to measure one size again without the whole run.
 fn bench_sizes(default: &[usize]) -> Vec<usize> {
@@ -799,6 +834,7 @@ fn matrix<C: BenchConn>(
     let ops = if quick { 20 } else { 200 };
     let mut c = C::open(url);
     count_statements(&mut c);
+    let chosen = bench_workloads();
     let strategies: [(&'static str, &'static dyn PositionStrategy); 3] = [
         ("gapped", &GAPPED),
         ("fractional", &KEYS),
@@ -806,7 +842,13 @@ fn matrix<C: BenchConn>(
     ];
     for &size in sizes {
         for (sname, strategy) in strategies {
-            for workload in ["append", "random", "hot gap", "move to front"] {
+            for workload in WORKLOADS {
+                if chosen
+                    .as_ref()
+                    .is_some_and(|c| !c.iter().any(|w| w == workload))
+                {
+                    continue;
+                }
                 let s = spec("m", strategy);
                 let dense_ops = if strategy.is_dense() && size >= 10_000 {
                     ops / 10
@@ -817,7 +859,10 @@ fn matrix<C: BenchConn>(
                 let floor_st = floor(&mut c, &s, &ids, ops);
                 let ours_st = ours(&mut c, &s, &ids, workload, dense_ops.max(5));
                 let (mut aal, mut rm) = (None, None);
-                if sname == "gapped" && size <= 10_000 && workload != "move to front" {
+                if sname == "gapped"
+                    && size <= 10_000
+                    && matches!(workload, "append" | "random" | "hot gap")
+                {
                     let naive_ops = if size <= 1_000 { ops / 4 } else { 3 };
                     let sd = spec("m", &Dense);
                     prepare(&mut c, &sd, size, 1);
@@ -845,6 +890,9 @@ fn matrix<C: BenchConn>(
                 });
             }
         }
+    }
+    if chosen.is_some() {
+        return;
     }
     seaorm_rows(engine, &mut c, sea_url, quick, out);
     match C::DIALECT {
@@ -1010,7 +1058,7 @@ fn svg_rows(rows: &[Row], path: &std::path::Path) {
     };
     let max = rows
         .iter()
-        .filter(|r| r.workload != "move to front")
+        .filter(|r| matches!(r.workload, "append" | "random" | "hot gap"))
         .flat_map(|r| {
             [
                 Some(r.ours.rows_per_op()),

@@ -337,6 +337,22 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
             Page(2, 3, PageFrom::Start),  // 18: 6
         ])
         .collect();
+    // placements at an index, both neighbours read in the fused read under the lock
+    let indexes: Vec<Step> = (0..4)
+        .map(|_| Insert(1, Last))
+        .chain([
+            Insert(1, Index(0)),    // 4: 4 0 1 2 3
+            Insert(1, Index(2)),    // 5: 4 0 5 1 2 3
+            Insert(1, Index(6)),    // 6: the length, the end: 4 0 5 1 2 3 6
+            Insert(1, Index(8)),    // 7: past the end
+            Move(6, Index(0)),      // 8: 6 4 0 5 1 2 3
+            Move(4, Index(6)),      // 9: counted without the item, the end: 6 0 5 1 2 3 4
+            Move(1, Index(7)),      // 10: past the end
+            MoveTo(0, 2, Index(0)), // 11: into the empty list: 6 5 1 2 3 4 | 0
+            MoveTo(2, 2, Index(1)), // 12: its end: 6 5 1 3 4 | 0 2
+            MoveTo(3, 2, Index(3)), // 13: past its end
+        ])
+        .collect();
     let hot: Vec<Step> = (0..3)
         .map(|_| Insert(1, Last))
         .chain((0..30).map(|_| Insert(1, After(0))))
@@ -686,6 +702,8 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
         ("hot_gap_ints", ints, hot.clone()),
         ("hot_gap_keys", Schema::KEYS, hot),
         ("keyset_pages", ints, pages.clone()),
+        ("index_placements", ints, indexes.clone()),
+        ("index_placements_keys", Schema::KEYS, indexes),
         ("keyset_pages_keys", Schema::KEYS, pages),
         (
             // pages of the rows the list shows (an archived row is left out) of a

@@ -33,6 +33,9 @@ pub enum Probe {
         /// An item to leave out (the one being moved).
         exclude: Option<Id>,
     },
+    /// A range of `parent` ([`Read::Range`]): a placement at an index reads the rows at
+    /// the index and before it ([`RangeRead::at_index`]).
+    Range(RangeRead),
     /// The version of the parent row `parent` as it was before this operation's bump,
     /// when the bump was the lock ([`lock_by_bump`], MySQL): one row with the parent's
     /// key as `o_id` and `o_parent` and the version minus one as `o_pos`, read back by
@@ -54,6 +57,7 @@ impl Probe {
                 last,
                 exclude,
             } => Some(Read::Range(RangeRead::edge(*parent, *last, *exclude))),
+            Probe::Range(r) => Some(Read::Range(r.clone())),
             Probe::Near { .. } | Probe::Version { .. } => None,
         }
     }
@@ -105,6 +109,7 @@ pub fn fused(d: Dialect, spec: &Spec, probes: &[Probe], locking: bool) -> Statem
                 last,
                 exclude,
             } => range(&mut b, spec, &RangeRead::edge(*parent, *last, *exclude)),
+            Probe::Range(r) => range(&mut b, spec, r),
             Probe::Near {
                 parent,
                 of,
@@ -220,7 +225,15 @@ pub fn fused_reads(probes: &[Probe], rows: Vec<(i64, Row)>) -> Vec<(Read, Vec<Ro
         })
         .collect();
     let mut out = Vec::with_capacity(probes.len());
-    for ((p, rows), bound) in probes.iter().zip(parts).zip(bounds) {
+    for ((p, mut rows), bound) in probes.iter().zip(parts).zip(bounds) {
+        // a part of several rows: in its own order (a UNION ALL promises none across
+        // its parts' rows)
+        if let Probe::Range(r) = p {
+            rows.sort_by(|a, b| a.position.cmp(&b.position));
+            if r.desc {
+                rows.reverse();
+            }
+        }
         let read = match (p, bound) {
             (
                 Probe::Near {
