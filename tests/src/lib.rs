@@ -384,6 +384,13 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
         Rebalance(1),
     ];
     let ints = Schema::INTS;
+    // a tree keyed by UUIDs
+    let uuid_tree = Schema {
+        id: KeyType::Uuid,
+        parent: KeyType::Uuid,
+        tree: true,
+        ..ints
+    };
     let board = vec![
         Insert(1, Last),
         Insert(1, Last),
@@ -520,16 +527,7 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
             },
             board.clone(),
         ),
-        (
-            "tree_cycle",
-            Schema {
-                id: KeyType::Uuid,
-                parent: KeyType::Uuid,
-                tree: true,
-                ..ints
-            },
-            tree,
-        ),
+        ("tree_cycle", uuid_tree, tree),
         (
             // SeaORM 2.0's entity-first sync drops the unique constraint at every start;
             // ensure_ordering puts it back, and a second call changes nothing
@@ -616,12 +614,7 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
             // lifted into its place (the whole list relabelled when the gap is too
             // small, one row each when it is not), the database's cascade
             "tree_remove_policies",
-            Schema {
-                id: KeyType::Uuid,
-                parent: KeyType::Uuid,
-                tree: true,
-                ..ints
-            },
+            uuid_tree,
             vec![
                 Insert(0, Last),                 // 0: A (root)
                 Insert(0, Last),                 // 1: B (root)
@@ -646,11 +639,8 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
             // schema_mismatch, never "inconsistent"
             "tree_set_null",
             Schema {
-                id: KeyType::Uuid,
-                parent: KeyType::Uuid,
-                tree: true,
                 set_null: true,
-                ..ints
+                ..uuid_tree
             },
             vec![
                 Insert(0, Last), // 0: root
@@ -866,12 +856,7 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
             // a tree's row removed with its subtree (ON DELETE CASCADE): every row that
             // went is reported
             "cascade_remove",
-            Schema {
-                id: KeyType::Uuid,
-                parent: KeyType::Uuid,
-                tree: true,
-                ..ints
-            },
+            uuid_tree,
             vec![
                 Insert(0, Last), // 0: a root
                 Insert(1, Last), // 1: below 0

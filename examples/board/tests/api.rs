@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod support;
+use support::call;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -15,27 +16,6 @@ use http_body_util::BodyExt;
 use sea_orm::EntityTrait;
 use serde_json::{Value, json};
 use tower::ServiceExt;
-
-async fn call(
-    app: &axum::Router,
-    method: &str,
-    uri: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let req = Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("content-type", "application/json")
-        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
-        .unwrap();
-    let res = app.clone().oneshot(req).await.unwrap();
-    let status = res.status();
-    let bytes = res.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
 
 fn ids(board: &Value, column: &str) -> Vec<String> {
     board["columns"][column]

@@ -39,7 +39,6 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 use board::{COLUMNS, card};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
@@ -165,25 +164,11 @@ async fn hold(State(h): State<Arc<Hold>>, req: Request, next: Next) -> Response 
     next.run(req).await
 }
 
-/// The request `app` answers.
-async fn call(app: &axum::Router, method: &str, uri: &str, body: Option<Value>) -> Value {
-    let req = axum::http::Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("content-type", "application/json")
-        .body(body.map_or_else(axum::body::Body::empty, |b| b.to_string().into()))
-        .unwrap();
-    let res = app.clone().oneshot(req).await.unwrap();
-    assert!(
-        res.status().is_success(),
-        "{method} {uri}: {}",
-        res.status()
-    );
-    let bytes = http_body_util::BodyExt::collect(res.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
-    serde_json::from_slice(&bytes).unwrap()
+/// What the board answers `app`'s request with, which must succeed.
+async fn answered(app: &axum::Router, method: &str, uri: &str, body: Option<Value>) -> Value {
+    let (status, answer) = support::call(app, method, uri, body).await;
+    assert!(status.is_success(), "{method} {uri}: {status} {answer}");
+    answer
 }
 
 /// The real server, when the script started it: killed if the test fails first.
@@ -233,7 +218,7 @@ fn answer(
         // drag is made before they are back: the last card of To do goes first
         board::shutdown(state);
         return rt.block_on(async {
-            let b = call(app, "GET", "/api/board", None).await;
+            let b = answered(app, "GET", "/api/board", None).await;
             let todo: Vec<&str> = b["columns"]["todo"]
                 .as_array()
                 .unwrap()
@@ -244,7 +229,7 @@ fn answer(
                 return Err(format!("To do needs two cards: {b}"));
             }
             let drag = json!({ "card": todo[todo.len() - 1], "column": "todo", "prev": null, "next": todo[0], "version": b["version"] });
-            let moved = call(app, "POST", "/api/move", Some(drag)).await;
+            let moved = answered(app, "POST", "/api/move", Some(drag)).await;
             Ok(json!({ "version": moved["version"] }))
         });
     }

@@ -6,24 +6,13 @@
 //
 // usage: node busy.mjs <base url>
 import { chromium } from "playwright-core";
-import { columns, settledWhen } from "./common.mjs";
+import { columns, open as openPage, settled as settledIn } from "./common.mjs";
 
 const [base] = process.argv.slice(2);
 const executablePath = process.env.CHROMIUM || "/usr/bin/chromium";
 const DRAGS = 25;
 const DELAYS = 20;
 
-const settled = (page) => page.waitForFunction(settledWhen, null, { timeout: 20_000 });
-
-async function open(browser) {
-  const context = await browser.newContext({ viewport: { width: 960, height: 700 } });
-  const page = await context.newPage();
-  page.on("pageerror", (e) => console.error(`page error: ${e}`));
-  await page.goto(base);
-  await settled(page);
-  await page.waitForFunction(() => document.getElementById("live").textContent === "live");
-  return page;
-}
 
 /** A random card of what `page` shows, dropped on the upper part of another card (or
  * at the end of a column); resolves when the page has its answer. */
@@ -72,6 +61,15 @@ const browser = await chromium.launch({
   executablePath,
   args: ["--headless", "--no-sandbox", "--disable-gpu"],
 });
+// common.mjs's driver: pages tall enough for 8 cards a column
+const d = {
+  async newPage() {
+    const context = await browser.newContext({ viewport: { width: 960, height: 700 } });
+    return context.newPage();
+  },
+  waitFor: (page, fn, arg, timeout) => page.waitForFunction(fn, arg, { timeout }),
+};
+const settled = (page) => settledIn(d, page, null, 20_000);
 const answers = { drags: 0, refused: 0, codes: {} };
 const count = (page) => page.on("response", async (r) => {
   if (!r.url().endsWith("/api/move")) return;
@@ -86,7 +84,7 @@ const count = (page) => page.on("response", async (r) => {
 });
 try {
   const pages = [];
-  for (let i = 0; i < 4; i++) pages.push(await open(browser));
+  for (let i = 0; i < 4; i++) pages.push(await openPage(d, base));
   pages.forEach(count);
   await Promise.all(pages.map(async (p) => {
     for (let i = 0; i < DRAGS; i++) await randomDrag(p);

@@ -1,7 +1,35 @@
 //! What the board's test files share.
 
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
 use board::card;
+use http_body_util::BodyExt;
 use ordered_seaorm::{OrderedEntity, Placement};
+use serde_json::Value;
+use tower::ServiceExt;
+
+/// The board's answer to a request: its status and its JSON body (`Null` when the body
+/// is not JSON).
+pub(crate) async fn call(
+    app: &axum::Router,
+    method: &str,
+    uri: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let req = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", "application/json")
+        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
 
 /// A second board, `other`, with one card at the end of its To do; returns the card's
 /// id (what a hostile client would send to this board's routes).
