@@ -33,8 +33,7 @@ pub const DEFAULT_LIMIT: u64 = 1000;
 /// One row an operation wrote: its id, its collection and its new position, with the
 /// keys in the model's own types (`K` the item's, `P` the list's; [`Id`] for generic
 /// code).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Change<K = Id, P = Id> {
     /// The item.
     pub id: K,
@@ -46,8 +45,7 @@ pub struct Change<K = Id, P = Id> {
 
 /// A relabelled range too large to list (more rows than the changes limit): every row
 /// of `parent` whose position now lies in `first..=last` may have moved.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Relabelled<P = Id> {
     /// The collection.
     pub parent: P,
@@ -63,8 +61,7 @@ pub struct Relabelled<P = Id> {
 /// orders a list's writers. For a table ordered per several columns (cards per
 /// `(board, status)`), one parent row, the board, versions all its lists, so `parent`
 /// is the parent row's key, not a list's; for any other table it is the list's key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct ScopeVersion {
     /// The parent row (or the list, where each list has its own lock row).
     pub parent: Id,
@@ -74,8 +71,7 @@ pub struct ScopeVersion {
 
 /// What an operation wrote. See the module docs. The keys are in the model's own types
 /// (`K` the item's, `P` the list's), or [`Id`] for generic code.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Changes<K = Id, P = Id> {
     /// The rows written, each once with its final collection and position, ordered by
     /// collection, then position.

@@ -5,8 +5,7 @@
 use std::fmt;
 
 /// What kind of constraint a row broke.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum ConstraintKind {
     /// A unique constraint or unique index (a duplicate slug, a link already filed).
@@ -34,8 +33,7 @@ impl fmt::Display for ConstraintKind {
 /// constraint's name on PostgreSQL; the key's or constraint's name on MySQL/MariaDB, the
 /// column's for NOT NULL; on SQLite, which names no unique or not-null constraint, its
 /// columns as `table.column, ...`, and nothing for a foreign key).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Constraint {
     /// The kind.
     pub kind: ConstraintKind,

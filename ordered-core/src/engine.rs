@@ -86,6 +86,9 @@ pub enum Reply {
     /// Tagged item rows ([`sql::Returns::Tagged`]): each row with the `o_q` of the part
     /// of the fused read it answers.
     Tagged(Vec<(i64, Row)>),
+    /// A request record ([`sql::Returns::Record`]): its digest and its outcome (JSON),
+    /// `None` when there is none.
+    Record(Option<(String, String)>),
     /// A versioned list ([`sql::Returns::Listed`]): the parent's version (`None` when
     /// the parent row does not exist) and the items, in order.
     Listed {
@@ -146,8 +149,7 @@ impl<T> Inserted<T> {
 
 /// What an operation did, with the keys in the model's own types (`K` the item's, `P`
 /// the list's; [`Id`] for generic code).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Outcome<K = Id, P = Id> {
     /// The item's final position (inserts and moves).
     pub position: Option<Position>,
@@ -169,6 +171,11 @@ pub struct Outcome<K = Id, P = Id> {
     /// reorder into the current order): nothing was written, no version moved, and
     /// there is nothing to broadcast.
     pub unchanged: bool,
+    /// The outcome was recorded by an earlier call with the same request key
+    /// ([`crate::requests`]) and is returned again: this call wrote nothing, and
+    /// `changes` are what the earlier one wrote (they were broadcast then).
+    #[serde(default)]
+    pub replayed: bool,
 }
 
 impl<K, P> Default for Outcome<K, P> {
@@ -182,6 +189,7 @@ impl<K, P> Default for Outcome<K, P> {
             attempts: 0,
             changes: Changes::default(),
             unchanged: false,
+            replayed: false,
         }
     }
 }
@@ -199,6 +207,7 @@ impl Outcome {
             attempts: self.attempts,
             changes: self.changes.typed()?,
             unchanged: self.unchanged,
+            replayed: self.replayed,
         })
     }
 }
@@ -211,8 +220,7 @@ impl Outcome {
 /// `R` is the row: the library's [`Row`] (id, list, position) in the model's key types,
 /// or the application's own row type (Diesel's `Selectable` models, SeaORM's `Model`)
 /// from the adapters' `list_models`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Listing<R = Row> {
     /// The items, `ORDER BY position, id`.
     pub rows: Vec<R>,
@@ -302,8 +310,7 @@ impl Listing {
 /// let sent = c.to_string();
 /// assert_eq!(sent.parse::<Cursor<i64>>().unwrap(), c);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Cursor<K = Id> {
     /// The list's version when the page before was read (`None`: the table has no
     /// version column, and pages cannot tell that the list changed).
@@ -313,7 +320,7 @@ pub struct Cursor<K = Id> {
     /// The id of the last row of the page before.
     pub id: K,
     /// Go on though the list changed since ([`Cursor::resume`]); not part of the string.
-    #[cfg_attr(feature = "serde", serde(default))]
+    #[serde(default)]
     pub resume: bool,
 }
 
@@ -390,8 +397,7 @@ impl<K: std::str::FromStr> std::str::FromStr for Cursor<K> {
 /// A page of a list ([`sql::page`]): at most the asked number of rows after a
 /// [`Cursor`] (or from the start), `ORDER BY position, id`, with the list's version read
 /// in the same statement and the cursor of the next page (`None`: this is the last).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Page<R = Row, K = Id> {
     /// The rows, in order.
     pub rows: Vec<R>,
@@ -482,8 +488,9 @@ pub(crate) fn page_limit(limit: u32) -> usize {
 /// (PostgreSQL) of the drags were refused, with `Neighbours` 8 % and 26 %, with
 /// `VersionOrNeighbours` 8 % and 26 %: the neighbour check refuses only drops into a
 /// gap that changed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum Concurrency {
     /// The neighbours and anchors the request names are checked under the lock; no
     /// version is needed.
@@ -551,6 +558,11 @@ pub struct Settings {
     /// (an earlier attempt committed), the insert is refused with
     /// [`Error::AlreadyApplied`] and writes nothing.
     pub idempotency: Option<Id>,
+    /// The client's request key ([`crate::requests`]): the write records its outcome,
+    /// and a repeat returns it.
+    pub request: Option<Id>,
+    /// The tenant the request key belongs to (keys are per table and tenant).
+    pub tenant: Option<Id>,
     /// Relabels of more rows than this are summarised in [`Changes::relabelled`]
     /// instead of listed ([`changes::DEFAULT_LIMIT`] by default).
     pub changes_limit: u64,
@@ -570,6 +582,8 @@ impl Settings {
             key_error: false,
             retry: RetryPolicy::default(),
             idempotency: None,
+            request: None,
+            tenant: None,
             changes_limit: changes::DEFAULT_LIMIT,
             controls: Controls::default(),
             log: None,
@@ -754,6 +768,37 @@ macro_rules! settings_options {
             self
         }
 
+        /// Makes the next writes repeatable under the client's request key (a UUID,
+        /// or a string such as an `Idempotency-Key` header of at most 64 bytes): each
+        /// records its outcome with the key in its own transaction, and a repeat with
+        /// the key returns that outcome marked
+        /// [`replayed`](ordered_core::Outcome::replayed) and writes nothing (an insert
+        /// returns [`AlreadyApplied`](ordered_core::Error::AlreadyApplied) with the
+        /// row's id). The same key with another request is refused with
+        /// [`IdempotencyKeyReused`](ordered_core::Error::IdempotencyKeyReused). After
+        /// a `CommitUnknown`, repeating the request with its key is how to learn
+        /// whether it was applied. Needs the records table
+        /// ([`create_requests_table`](ordered_core::migration::create_requests_table));
+        /// see [`requests`](ordered_core::requests).
+        pub fn request_key(mut self, key: impl $crate::AppKey) -> Self {
+            match $crate::AppKey::to_key(&key) {
+                Some(key) if !key.to_string().is_empty() => self.s.request = Some(key),
+                _ => self.s.key_error = true,
+            }
+            self
+        }
+
+        /// The tenant whose request keys the next writes use: keys are scoped per
+        /// table and per tenant, so two tenants may choose the same key. Give it with
+        /// [`request_key`](Self::request_key), in either order.
+        pub fn tenant(mut self, tenant: impl $crate::AppKey) -> Self {
+            match $crate::AppKey::to_key(&tenant) {
+                Some(t) => self.s.tenant = Some(t),
+                None => self.s.key_error = true,
+            }
+            self
+        }
+
         #[doc(hidden)]
         pub fn with_controls(mut self, controls: $crate::adapter::Controls) -> Self {
             self.s.controls = controls;
@@ -809,6 +854,8 @@ enum Awaiting {
     Changed,
     /// The caller's hook ran.
     Hooked,
+    /// The request's record ([`sql::insert_record`]).
+    Recorded,
 }
 
 /// One ordering operation in flight. See the module docs.
@@ -852,6 +899,9 @@ pub struct Operation {
     hook: bool,
     changes: Changes,
     inserted: Option<Id>,
+    /// The request's record, written last before the Galera check and `COMMIT`.
+    record: Option<crate::requests::Record>,
+    recorded: bool,
 }
 
 impl Operation {
@@ -886,6 +936,8 @@ impl Operation {
             hook: false,
             changes: Changes::default(),
             inserted: None,
+            record: None,
+            recorded: false,
         }
     }
 
@@ -946,6 +998,23 @@ impl Operation {
     pub fn with_controls(mut self, controls: Controls) -> Self {
         self.controls = controls;
         self
+    }
+
+    /// Records the outcome under a request key ([`crate::requests`]): once everything
+    /// is written (and the caller's hook ran), the operation inserts the record in
+    /// its own transaction, before the Galera check, so the record commits exactly
+    /// when the writes do. An operation that changed nothing records nothing here (its
+    /// transaction is rolled back; [`Protocol`](crate::adapter::Protocol) records it
+    /// in one of its own).
+    pub fn with_record(mut self, record: Option<crate::requests::Record>) -> Self {
+        self.record = record;
+        self
+    }
+
+    /// Whether the statement in flight is the request's record (a duplicate of it is
+    /// another call with the same key, committed first).
+    pub fn recording(&self) -> bool {
+        matches!(self.awaiting, Awaiting::Recorded)
     }
 
     /// A statement to run as the last one of the operation, while the locks are held
@@ -1062,7 +1131,7 @@ impl Operation {
                     self.inserted = Some(id);
                 }
             }
-            Awaiting::Write | Awaiting::Hooked | Awaiting::Nothing => {}
+            Awaiting::Write | Awaiting::Hooked | Awaiting::Recorded | Awaiting::Nothing => {}
         }
         loop {
             if let Some((stmt, aw)) = self.queue.pop_front() {
@@ -1290,6 +1359,19 @@ impl Operation {
                     if self.hook && !self.unchanged() {
                         self.awaiting = Awaiting::Hooked;
                         return Ok(Action::BeforeCommit(self.changes.clone()));
+                    }
+                }
+                Phase::Finish if self.record.is_some() && !self.recorded && !self.unchanged() => {
+                    self.recorded = true;
+                    let mut o = self.outcome();
+                    // the record's own insert counts
+                    o.statements += 1;
+                    let text = crate::requests::encode(&o)?;
+                    if let Some(rec) = &self.record {
+                        self.queue.push_back((
+                            sql::insert_record(self.dialect, rec, &text),
+                            Awaiting::Recorded,
+                        ));
                     }
                 }
                 Phase::Finish if self.galera && !self.replication_checked && !self.unchanged() => {
@@ -1619,6 +1701,7 @@ impl Operation {
             attempts: 1,
             changes: self.changes.clone(),
             unchanged,
+            replayed: false,
         }
     }
 }

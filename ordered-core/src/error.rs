@@ -8,8 +8,7 @@ use crate::position::Position;
 ///
 /// Adapters wrap this in their own error type next to the database error, so callers can
 /// match on the ordering reason without parsing messages.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum Error {
     /// An item (the one being moved, or an anchor) does not exist.
@@ -225,6 +224,28 @@ pub enum Error {
         /// The list.
         parent: Id,
     },
+    /// A request key ([`RequestKey`](crate::RequestKey)) already recorded for another
+    /// request: the key names one request, and this one differs from it (another
+    /// operation, item, place, list or expected version). Send a new key for a new
+    /// request.
+    #[error(
+        "request key {key} was already used for a different request: send a new key for a new request"
+    )]
+    IdempotencyKeyReused {
+        /// The key.
+        key: Id,
+    },
+    /// Another call with the same request key committed while this one ran, inside
+    /// the caller's own transaction (the library's own transactions retry this by
+    /// themselves, and then return the recorded outcome). Roll back and repeat the
+    /// request: it returns that outcome.
+    #[error(
+        "another call with request key {key} was applied meanwhile: repeat the request to get its outcome"
+    )]
+    RequestInFlight {
+        /// The key.
+        key: Id,
+    },
     /// A page asked for with the [`Cursor`](crate::Cursor) of an older version of the
     /// list: rows moved since the page before, so the next page could repeat or skip
     /// some. Read the list again from the first page, or go on with
@@ -293,8 +314,7 @@ impl std::fmt::Display for End {
 
 /// What a refusal means for the client that sent the request, as a web handler maps it
 /// to a response ([`Status::http`] gives the usual HTTP status code).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum Status {
     /// The client's view is stale (the list changed since it read it): re-read the list,
@@ -336,7 +356,10 @@ impl Error {
 
     /// Whether retrying the whole operation from the start may succeed.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::ParentChanged { .. } | Error::CommitDropped)
+        matches!(
+            self,
+            Error::ParentChanged { .. } | Error::CommitDropped | Error::RequestInFlight { .. }
+        )
     }
 
     /// A stable machine-readable code for the refusal, the same on every adapter and
@@ -346,7 +369,8 @@ impl Error {
     /// `wrong_key_type`, `wrong_scope`, `wrong_link_key`, `parent_changed`, `already_applied`, `key_collation`,
     /// `version_column_required`, `commit_dropped`, `partially_applied`,
     /// `invalid_request`, `schema_mismatch`, `inconsistent`, `constraint_violation`,
-    /// `already_in_list`, `has_children`, `list_changed`.
+    /// `already_in_list`, `has_children`, `list_changed`, `idempotency_key_reused`,
+    /// `request_in_flight`.
     ///
     /// ```
     /// use ordered_core::{Error, error::Status};
@@ -388,6 +412,8 @@ impl Error {
             Error::AlreadyInList { .. } => "already_in_list",
             Error::HasChildren { .. } => "has_children",
             Error::ListChanged { .. } => "list_changed",
+            Error::IdempotencyKeyReused { .. } => "idempotency_key_reused",
+            Error::RequestInFlight { .. } => "request_in_flight",
             Error::SchemaMismatch { .. } => "schema_mismatch",
             Error::Inconsistent(_) => "inconsistent",
         }
@@ -424,8 +450,11 @@ impl Error {
             | Error::WrongKeyType { .. }
             | Error::WrongScope { .. }
             | Error::WrongLinkKey { .. }
-            | Error::InvalidRequest(_) => Status::Unprocessable,
-            Error::ParentChanged { .. } | Error::CommitDropped => Status::RetryLater,
+            | Error::InvalidRequest(_)
+            | Error::IdempotencyKeyReused { .. } => Status::Unprocessable,
+            Error::ParentChanged { .. } | Error::CommitDropped | Error::RequestInFlight { .. } => {
+                Status::RetryLater
+            }
             Error::Exhausted
             | Error::KeyCollation { .. }
             | Error::VersionColumnRequired { .. }

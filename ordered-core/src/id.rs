@@ -613,8 +613,9 @@ impl<A: Key, B: Key, C: Key> AppKey for (A, B, C) {
 /// | `Uuid` | `uuid` | `BINARY(16)` | a 16-byte blob (how sqlx and SeaORM store a `Uuid`) |
 /// | `UuidText` | `text` holding UUIDs | `CHAR(36)`, MariaDB's `UUID` | `TEXT` holding UUIDs |
 /// | `Text` | `text`, `varchar` | `VARCHAR`, `CHAR` | `TEXT` |
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 pub enum KeyType {
     /// An integer of up to 64 bits.
     #[default]
@@ -653,8 +654,6 @@ impl KeyType {
         }
     }
 }
-
-#[cfg(feature = "serde")]
 impl serde::Serialize for Id {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -671,7 +670,6 @@ impl serde::Serialize for Id {
 /// A number reads as an integer key, a hyphenated UUID as a UUID key, any other
 /// string as a text key, an array of keys as a composite key ([`Id::tuple`]), and
 /// `null` as the root list ([`Id::ROOT`]), which is how it serialises.
-#[cfg(feature = "serde")]
 impl<'de> serde::Deserialize<'de> for Id {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Id, D::Error> {
         struct V;
@@ -769,7 +767,6 @@ mod tests {
         let t = Id::from((7_i64, Id::text("done").unwrap()));
         assert_eq!(t.to_string(), "(7, done)");
         assert_eq!(format!("{t:?}"), "[7, \"done\"]");
-        #[cfg(feature = "serde")]
         {
             let json = serde_json::to_string(&t).unwrap();
             assert_eq!(json, "[7,\"done\"]");
@@ -808,7 +805,6 @@ mod tests {
     #[test]
     fn the_root_list_prints_as_words_and_serialises_as_null() {
         assert_eq!(Id::ROOT.to_string(), "the root list");
-        #[cfg(feature = "serde")]
         {
             assert_eq!(serde_json::to_string(&Id::ROOT).unwrap(), "null");
             assert_eq!(serde_json::from_str::<Id>("null").unwrap(), Id::ROOT);

@@ -43,8 +43,7 @@ const QUOTE_MAX: usize = 48;
 ///
 /// Every variant carries enough to tell the caller what to fix; quoted keys are
 /// truncated to a few dozen bytes so that an error never carries a megabyte of input.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum KeyError {
     /// The empty string is not a key.
@@ -143,22 +142,21 @@ fn quote(key: &[u8]) -> String {
 /// `BASE62` (`0-9A-Za-z`) is the default; `BASE95` is printable ASCII (space to `~`),
 /// which gives slightly shorter keys. A custom alphabet must be strictly ascending ASCII
 /// of 2 to 95 printable characters.
-#[derive(Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[derive(Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Alphabet {
     digits: &'static str,
     /// Bit `c` is set for every digit `c` (all digits are ASCII): validation is one
     /// branch-free test per byte.
-    #[cfg_attr(feature = "serde", serde(skip))]
+    #[serde(skip)]
     mask: u128,
     /// The digits as at most three contiguous runs `(first, last - first)` (base 62: `0-9`,
     /// `A-Z`, `a-z`), so validating a long key is a vectorised range test; `None` for an
     /// alphabet with more runs (the bitmap is used).
-    #[cfg_attr(feature = "serde", serde(skip))]
+    #[serde(skip)]
     runs: Option<[(u8, u8); 3]>,
     /// The value of each ASCII byte as a digit, [`NOT_A_DIGIT`] for the others: one load
     /// instead of a binary search per digit.
-    #[cfg_attr(feature = "serde", serde(skip))]
+    #[serde(skip)]
     values: [u8; 128],
 }
 

@@ -31,9 +31,12 @@
 //!   An application does not use it.
 //! - [`migration`]: DDL for the position column and its constraints, per engine.
 //! - [`model::Store`]: the same planner over in-memory collections.
+//! - [`requests`]: request records, which make every write repeatable under a
+//!   client's request key.
 //!
 //! # Crate feature flags
-//! - `serde`: `Serialize`/`Deserialize` for positions, keys, plans and error data.
+//! - `serde`: no longer needed: `Serialize`/`Deserialize` for positions, keys, outcomes,
+//!   plans and error data are always there (the request records store outcomes as JSON).
 //! - `metrics`: counters and histograms through the `metrics` facade ([`observe`]).
 
 pub mod adapter;
@@ -47,6 +50,7 @@ pub mod migration;
 pub mod model;
 pub mod plan;
 pub mod position;
+pub mod requests;
 pub mod spec;
 pub mod strategy;
 pub mod verify;
@@ -62,6 +66,7 @@ pub use error::Error;
 pub use key::KeyError;
 pub use plan::{Passes, Placement, Plan, Request, Row, Write};
 pub use position::{MAX_POSITION, MIN_POSITION, Position, PositionKind};
+pub use requests::RequestKey;
 pub use retry::RetryPolicy;
 pub use spec::{NullScope, Ordered, Removal, ScopeColumn, Spec};
 pub use sql::Dialect;

@@ -122,6 +122,29 @@ pub fn create_lock_table(d: Dialect) -> Migration {
     }
 }
 
+/// Creates the table of request records ([`crate::requests::TABLE`],
+/// `ordered_requests`), if it does not exist: one per database, shared by every ordered
+/// table. Writes made with a request key (`OrderedTable::request_key`) record their
+/// outcome there; without it they are refused with
+/// [`SchemaMismatch`](crate::Error::SchemaMismatch). The down migration drops it.
+///
+/// ```
+/// use ordered_core::{Dialect, migration::create_requests_table};
+///
+/// let m = create_requests_table(Dialect::Postgres);
+/// assert!(m.up_sql().contains("CREATE TABLE IF NOT EXISTS \"ordered_requests\""));
+/// assert!(m.down_sql().contains("DROP TABLE IF EXISTS \"ordered_requests\""));
+/// ```
+pub fn create_requests_table(d: Dialect) -> Migration {
+    Migration {
+        up: crate::sql::requests_table(d),
+        down: vec![format!(
+            "DROP TABLE IF EXISTS {}",
+            q(d, crate::requests::TABLE)
+        )],
+    }
+}
+
 fn column_type(d: Dialect, spec: &Spec) -> String {
     match (spec.strategy.kind(), d) {
         (PositionKind::Integer, Dialect::Sqlite) => "INTEGER".into(),
@@ -541,9 +564,8 @@ pub fn adopt_ordering(
 
 /// What [`ensure_plan`] or [`adopt_plan`] adds to a table, as the adapters'
 /// `ensure_ordering` and `adopt_ordering` report it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Fix {
     /// The lock table of the tables without a parent table.
@@ -587,8 +609,7 @@ impl std::fmt::Display for Fix {
 
 /// What `ensure_ordering` or `adopt_ordering` did to a table: nothing when it already
 /// had all the library needs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Ensured {
     /// What was added, in order.
     pub added: Vec<Fix>,

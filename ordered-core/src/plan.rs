@@ -18,8 +18,7 @@ use crate::spec::{Removal, Spec};
 use crate::strategy::{PositionStrategy, RebalancePolicy, Spread, SpreadMode};
 
 /// Where to put an item.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Placement {
     /// At the start of the list.
     First,
@@ -54,8 +53,7 @@ impl Placement {
 }
 
 /// An ordering request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum Request {
     /// Insert a new item into `parent`.
@@ -196,8 +194,7 @@ impl Request {
 }
 
 /// A read the planner needs.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Read {
     /// One item by id (zero or one row).
     Item {
@@ -223,8 +220,7 @@ pub enum Read {
 
 /// Items of `parent` with `above < position < below`, in position order (descending if
 /// `desc`), skipping `offset`, at most `limit`, without `exclude`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct RangeRead {
     /// The collection.
     pub parent: Id,
@@ -299,8 +295,7 @@ impl RangeRead {
 
 /// A row as the planner sees it: its id, its collection and its position; what `list`
 /// returns, with the keys in the model's own types (`K` the item's, `P` the list's).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Row<K = Id, P = Id> {
     /// The item.
     pub id: K,
@@ -378,8 +373,7 @@ impl Reads {
 
 /// How a [`Write::Renumber`] passes through MySQL's and SQLite's row-by-row uniqueness
 /// checks (PostgreSQL takes one statement under its deferrable constraint either way).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Passes {
     /// The first pass writes `-(new position + temp_offset)`, the second flips that back.
     /// `temp_offset` is 0, or the depth of the deepest value already in the temporary
@@ -400,8 +394,7 @@ pub enum Passes {
 }
 
 /// A write the adapter executes, in order. [`crate::sql`] turns each into statements.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Write {
     /// Set one row's collection and position.
     Set {
@@ -484,8 +477,7 @@ impl Write {
 }
 
 /// What the planner decided.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
     /// The writes, in order.
     pub writes: Vec<Write>,

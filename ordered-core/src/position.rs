@@ -15,12 +15,8 @@ pub const PARK_POSITION: i64 = -(1 << 62);
 pub const TEMP_KEY_PREFIX: &str = "\u{1}";
 
 /// A stored position: an integer or a fractional key.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize, serde::Deserialize),
-    serde(untagged)
-)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
 pub enum Position {
     /// An integer position (gapped or dense strategies).
     Int(i64),
@@ -82,8 +78,7 @@ impl From<&str> for Position {
 }
 
 /// What the position column stores, which decides its SQL type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PositionKind {
     /// A 64-bit integer.
     Integer,

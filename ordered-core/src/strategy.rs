@@ -480,8 +480,7 @@ impl PositionStrategy for Fractional {
 }
 
 /// What to do when no position fits between two neighbours.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum RebalancePolicy {
     /// Refuse with [`Error::Exhausted`]; the application calls `rebalance` itself.
     Never,

@@ -169,8 +169,7 @@ pub fn check_unique(d: crate::Dialect, spec: &Spec, probe: i64) -> Result<(), Er
 }
 
 /// What [`verify`] found wrong with a collection. Empty lists mean it is sound.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Report {
     /// Items checked.
     pub items: u64,

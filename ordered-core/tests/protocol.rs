@@ -207,3 +207,116 @@ fn a_read_on_mysql_is_causal_and_falls_back_where_there_is_no_galera() {
         ))
     ));
 }
+
+fn keyed(d: Dialect, req: Request, key: &str) -> Protocol<Failed> {
+    let mut s = Settings::new(TRACKS);
+    s.request = ordered_core::Id::text(key).ok();
+    Protocol::new(&s, d, Job::Write(Box::new(req)), false)
+}
+
+/// The recorded outcome of `req` under `key`, as the records table holds it.
+fn recorded(req: &Request, key: &str, o: &ordered_core::Outcome) -> Reply {
+    let rec = ordered_core::requests::Record::new(
+        &TRACKS,
+        ordered_core::RequestKey {
+            key: ordered_core::Id::text(key).unwrap(),
+            tenant: None,
+        },
+        req,
+        ordered_core::Concurrency::Neighbours,
+        None,
+        None,
+    );
+    Reply::Record(Some((
+        rec.digest,
+        ordered_core::requests::encode(o).unwrap(),
+    )))
+}
+
+#[test]
+fn a_request_key_reads_its_record_first_and_a_repeat_returns_the_recorded_outcome() {
+    let o = ordered_core::Outcome {
+        position: Some(ordered_core::Position::Int(512)),
+        version: Some(3),
+        rows_written: 1,
+        ..Default::default()
+    };
+    let mut p = keyed(Dialect::Sqlite, move_first(), "k1");
+    assert!(matches!(p.next(Feed::Start), Io::Begin));
+    let find = execute(p.next(Feed::Began { nested: false }));
+    assert!(find.contains("\"ordered_requests\""), "{find}");
+    // found, the same request: rolled back (nothing written), the outcome replayed
+    assert!(matches!(
+        p.next(Feed::Reply(recorded(&move_first(), "k1", &o))),
+        Io::Rollback { savepoint: false }
+    ));
+    let Io::Done(Finished::Outcome(back)) = p.next(Feed::Ok) else {
+        panic!("the replayed outcome")
+    };
+    assert!(back.replayed);
+    assert_eq!(
+        (back.position, back.version),
+        (o.position.clone(), o.version)
+    );
+
+    // found, another request under the key: refused, nothing retried
+    let mut p = keyed(Dialect::Sqlite, move_first(), "k1");
+    p.next(Feed::Start);
+    p.next(Feed::Began { nested: false });
+    let up = Request::MoveUp { item: 7.into() };
+    assert!(matches!(
+        p.next(Feed::Reply(recorded(&up, "k1", &o))),
+        Io::Rollback { .. }
+    ));
+    match p.next(Feed::Ok) {
+        Io::Fail(Failure::Refused(Error::IdempotencyKeyReused { key })) => {
+            assert_eq!(key.to_string(), "k1")
+        }
+        other => panic!("expected idempotency_key_reused, got {other:?}"),
+    }
+
+    // not found: the operation runs, the lock first
+    let mut p = keyed(Dialect::Sqlite, move_first(), "k2");
+    p.next(Feed::Start);
+    p.next(Feed::Began { nested: false });
+    let lock = execute(p.next(Feed::Reply(Reply::Record(None))));
+    assert!(lock.contains("\"playlists\""), "{lock}");
+}
+
+#[test]
+fn a_duplicate_record_is_another_call_with_the_key_and_is_retried_to_find_it() {
+    let mut p = keyed(Dialect::Postgres, move_first(), "k3");
+    p.next(Feed::Start);
+    p.next(Feed::Began { nested: false });
+    // the record's read: missing table says how to make it
+    match p.next(Feed::Failed(Failed(
+        "relation \"ordered_requests\" does not exist",
+    ))) {
+        Io::Rollback { .. } => {}
+        other => panic!("{other:?}"),
+    }
+    match p.next(Feed::Ok) {
+        Io::Fail(Failure::Refused(Error::SchemaMismatch { table, fix, .. })) => {
+            assert_eq!(table, "ordered_requests");
+            assert!(fix.contains("create_requests_table"), "{fix}");
+        }
+        other => panic!("expected schema_mismatch, got {other:?}"),
+    }
+    // inside the caller's transaction the duplicate is the caller's to retry
+    let mut p = keyed(Dialect::Postgres, move_first(), "k3");
+    p.next(Feed::Start);
+    p.next(Feed::Began { nested: true });
+    let dup = Failed("duplicate key value violates unique constraint \"ordered_requests_pkey\"");
+    // a failure of the record's read itself is the same
+    assert!(matches!(
+        p.next(Feed::Failed(dup)),
+        Io::Rollback { savepoint: true }
+    ));
+    match p.next(Feed::Ok) {
+        Io::Fail(Failure::Refused(e @ Error::RequestInFlight { .. })) => {
+            assert!(e.is_retryable());
+            assert_eq!(e.code(), "request_in_flight");
+        }
+        other => panic!("expected request_in_flight, got {other:?}"),
+    }
+}

@@ -218,6 +218,7 @@ macro_rules! async_server_connection {
                     Returns::Listed => rows::listed_int(q.load(self).await?),
                     Returns::Tagged if key => rows::tagged_key(q.load(self).await?),
                     Returns::Tagged => rows::tagged_int(q.load(self).await?),
+                    Returns::Record => rows::record(q.load(self).await?),
                 })
             }
         }

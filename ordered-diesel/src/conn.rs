@@ -298,6 +298,19 @@ pub(crate) mod rows {
         o_count: i64,
     }
 
+    #[derive(diesel::QueryableByName)]
+    pub(crate) struct RecordRow {
+        #[diesel(sql_type = Text)]
+        o_digest: String,
+        #[diesel(sql_type = Text)]
+        o_outcome: String,
+    }
+
+    /// The reply to a [`ordered_core::adapter::Returns::Record`] statement.
+    pub(crate) fn record(rows: Vec<RecordRow>) -> Reply {
+        Reply::Record(rows.into_iter().next().map(|r| (r.o_digest, r.o_outcome)))
+    }
+
     impl From<IntRow> for Row {
         fn from(r: IntRow) -> Row {
             Row {
@@ -657,6 +670,7 @@ macro_rules! ordered_connection {
                         Returns::Listed => rows::listed_int(q.load(self)?),
                         Returns::Tagged if key => rows::tagged_key(q.load(self)?),
                         Returns::Tagged => rows::tagged_int(q.load(self)?),
+                        Returns::Record => rows::record(q.load(self)?),
                     })
                 })();
                 #[cfg(feature = "mysql")]

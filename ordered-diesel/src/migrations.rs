@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 
 pub use ordered_core::migration::{
     Backfill, Migration, add_ordering, adopt_ordering, backfill_sql, check_constraint,
-    create_lock_table, create_parent_table, create_table, serial_primary_key,
+    create_lock_table, create_parent_table, create_requests_table, create_table,
+    serial_primary_key,
 };
 
 /// Writes `m` as `<dir>/<YYYY-MM-DD-HHMMSS>_<name>/{up.sql,down.sql}` (the layout of

@@ -13,7 +13,14 @@ fn the_command_writes_a_migration_that_applies() {
         .args([
             "--engine", "sqlite", "--table", "steps", "--scope", "list_id", "--parent", "lists",
         ])
-        .args(["--version-column", "version", "--backfill", "id", "--dir"])
+        .args([
+            "--version-column",
+            "version",
+            "--backfill",
+            "id",
+            "--request-records",
+        ])
+        .arg("--dir")
         .arg(&dir)
         .output()
         .unwrap();
@@ -40,7 +47,12 @@ fn the_command_writes_a_migration_that_applies() {
     .unwrap();
     c.batch_execute(&std::fs::read_to_string(folder.join("up.sql")).unwrap())
         .unwrap();
+    // the records table of --request-records is there, and the down keeps it
+    c.batch_execute("SELECT digest, outcome, created_at FROM ordered_requests")
+        .unwrap();
     c.batch_execute(&std::fs::read_to_string(folder.join("down.sql")).unwrap())
+        .unwrap();
+    c.batch_execute("SELECT digest FROM ordered_requests")
         .unwrap();
     // a bad engine name is refused with a usage error
     let bad = std::process::Command::new(env!("CARGO_BIN_EXE_ordered-diesel-migration"))

@@ -165,6 +165,29 @@ pub async fn create_ordered_table(
     apply(manager, &m.up).await
 }
 
+/// Creates the table of request records (`ordered_requests`, if missing), which writes
+/// made with a request key (`OrderedTable::request_key`) record their outcome in: one
+/// per database, shared by every ordered table
+/// ([`ordered_core::requests`]).
+pub async fn create_requests_table(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
+    let d = engine(manager)?;
+    apply(
+        manager,
+        &ordered_core::migration::create_requests_table(d).up,
+    )
+    .await
+}
+
+/// Drops the table of request records (every ordered table's).
+pub async fn drop_requests_table(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
+    let d = engine(manager)?;
+    apply(
+        manager,
+        &ordered_core::migration::create_requests_table(d).down,
+    )
+    .await
+}
+
 /// Drops a table made by [`create_ordered_table`].
 pub async fn drop_ordered_table(manager: &SchemaManager<'_>, spec: &Spec) -> Result<(), DbErr> {
     let d = engine(manager)?;

@@ -152,6 +152,13 @@ pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, wire: Wire) -> Re
             }
             Reply::Parents(out)
         }
+        Returns::Record => Reply::Record(match db.query_one_raw(s).await? {
+            Some(r) => Some((
+                r.try_get::<String>("", "o_digest")?,
+                r.try_get::<String>("", "o_outcome")?,
+            )),
+            None => None,
+        }),
         Returns::Count => Reply::Count(match db.query_one_raw(s).await? {
             Some(r) => r.try_get::<i64>("", "o_count")?,
             None => 0,

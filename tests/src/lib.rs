@@ -241,6 +241,25 @@ pub enum Step {
     /// Read a page of at most this many rows of a collection (`page`), from where
     /// [`PageFrom`] says; checked against the whole list read at the same moment.
     Page(i64, u32, PageFrom),
+    /// A write under a request key (and a tenant, when given): a step with a key used
+    /// before for the same step must return the outcome the first one returned, marked
+    /// replayed, and write nothing; for another step, `idempotency_key_reused`.
+    Keyed(&'static str, Option<i64>, Box<Step>),
+    /// `purge_requests(older_than seconds, batch)`: the outcome's position is how many
+    /// records it deleted.
+    PurgeRequests(u64, u32),
+}
+
+impl Step {
+    /// Whether the script writes request records (its tables need the records table).
+    pub fn is_keyed(&self) -> bool {
+        matches!(self, Step::Keyed(..) | Step::PurgeRequests(..))
+    }
+}
+
+/// `step` under request key `key`.
+fn keyed(key: &'static str, step: Step) -> Step {
+    Step::Keyed(key, None, Box::new(step))
 }
 
 /// Where a [`Step::Page`] starts.
@@ -353,6 +372,67 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
             MoveTo(3, 2, Index(3)), // 13: past its end
         ])
         .collect();
+    // every operation under a request key, each repeated: the repeat returns the
+    // recorded outcome and writes nothing
+    let every_op: Vec<Step> = vec![
+        Insert(1, Last),                                   // 0: 0
+        Insert(1, Last),                                   // 1: 0 1
+        Insert(1, Last),                                   // 2: 0 1 2
+        Insert(2, Last),                                   // 3: | 3
+        keyed("ins", Insert(1, Last)),                     // 4: 0 1 2 4
+        keyed("ins", Insert(1, Last)),                     // 5: already_applied, item 4
+        keyed("mv", Move(0, Last)),                        // 6: 1 2 4 0
+        keyed("mv", Move(0, Last)),                        // 7: replayed
+        keyed("up", MoveUp(4)),                            // 8: 1 4 2 0
+        keyed("up", MoveUp(4)),                            // 9: replayed, not moved twice
+        keyed("sw", Swap(1, 0)),                           // 10: 0 4 2 1
+        keyed("sw", Swap(1, 0)),                           // 11: replayed, not swapped back
+        keyed("to", MoveTo(2, 2, First)),                  // 12: 0 4 1 | 2 3
+        keyed("to", MoveTo(2, 2, First)),                  // 13: replayed
+        keyed("ro", Reorder(1, vec![1, 4, 0])),            // 14: 1 4 0
+        keyed("ro", Reorder(1, vec![1, 4, 0])),            // 15: replayed
+        keyed("rb", Rebalance(1)),                         // 16
+        keyed("rb", Rebalance(1)),                         // 17: replayed
+        keyed("rm", Remove(3)),                            // 18: | 2
+        keyed("rm", Remove(3)),                            // 19: replayed, not not_found
+        keyed("same", Move(4, Between(Some(1), Some(0)))), // 20: unchanged, recorded
+        Move(0, First),                                    // 21: 0 1 4
+        keyed("same", Move(4, Between(Some(1), Some(0)))), // 22: replayed unchanged, not stale_neighbours
+        keyed("ver", MoveExpecting(4, First, 11)),         // 23: 4 0 1, at the version read
+        keyed("ver", MoveExpecting(4, First, 11)),         // 24: replayed, not version_conflict
+        keyed("ex", MoveExpecting(1, First, 11)),          // 25: version_conflict: not recorded
+        keyed("ex", MoveExpecting(1, First, 12)), // 26: the retry with the right version applies
+    ];
+    // one key, one request; refusals are not recorded; tenants have their own keys
+    let reused: Vec<Step> = vec![
+        Insert(1, Last),                               // 0
+        Insert(1, Last),                               // 1
+        Insert(1, Last),                               // 2: 0 1 2
+        keyed("k", Move(0, Last)),                     // 3: 1 2 0
+        keyed("k", Move(1, Last)),                     // 4: idempotency_key_reused
+        keyed("k", MoveUp(0)),                         // 5: idempotency_key_reused
+        keyed("k", Insert(1, Last)),                   // 6: idempotency_key_reused
+        keyed("r", Move(0, After(999))),               // 7: not_found, not recorded
+        keyed("r", Move(0, First)),                    // 8: 0 1 2, applied
+        Keyed("k", Some(2), Box::new(Move(2, First))), // 9: another tenant: 2 0 1
+        Keyed("k", Some(2), Box::new(Move(2, First))), // 10: replayed in that tenant
+        Keyed("k", Some(3), Box::new(Move(1, First))), // 11: a third tenant: 1 2 0
+        keyed("k", Move(0, Last)),                     // 12: replayed (no tenant): nothing moves
+    ];
+    // records go when purged, in batches, and only once old enough
+    let purge: Vec<Step> = vec![
+        Insert(1, Last),            // 0
+        Insert(1, Last),            // 1: 0 1
+        keyed("a", Move(0, Last)),  // 2: 1 0
+        keyed("b", Move(0, First)), // 3: 0 1
+        keyed("c", MoveUp(1)),      // 4: 1 0
+        keyed("d", MoveUp(1)),      // 5: unchanged, recorded
+        PurgeRequests(3600, 2),     // 6: none is an hour old
+        keyed("a", Move(0, Last)),  // 7: replayed: 1 0 stays
+        PurgeRequests(0, 2),        // 8: all four, two per statement
+        PurgeRequests(0, 2),        // 9: none left
+        keyed("a", Move(1, Last)),  // 10: the key is free again: 0 1
+    ];
     let hot: Vec<Step> = (0..3)
         .map(|_| Insert(1, Last))
         .chain((0..30).map(|_| Insert(1, After(0))))
@@ -691,6 +771,10 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
         ),
         ("hot_gap_ints", ints, hot.clone()),
         ("hot_gap_keys", Schema::KEYS, hot),
+        ("idempotent_every_operation", ints, every_op.clone()),
+        ("idempotent_every_operation_keys", Schema::KEYS, every_op),
+        ("idempotency_key_reused", ints, reused),
+        ("idempotency_purge", ints, purge),
         ("keyset_pages", ints, pages.clone()),
         ("index_placements", ints, indexes.clone()),
         ("index_placements_keys", Schema::KEYS, indexes),

@@ -6,7 +6,7 @@
 use diesel::connection::SimpleConnection;
 use ordered_conformance::{PageFrom, Schema, Step, scripts};
 use ordered_core::adapter::{Reply, Returns, Statement, Wire, sql};
-use ordered_core::migration::{create_parent_table, create_table};
+use ordered_core::migration::{create_parent_table, create_requests_table, create_table};
 use ordered_core::{
     Changes, Concurrency, Cursor, Dialect, Fractional, Gapped, Id, KeyType, Position,
     PositionStrategy, Request, Row, ScopeColumn, Spec,
@@ -80,6 +80,84 @@ fn check_step(tag: &str, name: &str, i: usize, before: &[Row], after: &[Row], r:
     }
     for v in &c.versions {
         assert!(v.version > 0, "{tag} {name} step {i}: version {v:?}");
+    }
+}
+
+/// The records table, and no record of an earlier run of the script's table.
+fn records_ddl(d: Dialect, s: &Spec) -> Vec<String> {
+    let mut out = create_requests_table(d).up;
+    out.push(format!(
+        "DELETE FROM {} WHERE {} = '{}'",
+        sql::quote(d, ordered_core::requests::TABLE),
+        sql::quote(d, "table_name"),
+        s.table
+    ));
+    out
+}
+
+/// The outcome of `purge_requests`: how many records it deleted, as the position.
+fn purged(n: u64) -> (Option<Position>, Changes) {
+    (Some(Position::Int(n as i64)), Changes::default())
+}
+
+/// What each request key of a script answered first: the step and its outcome.
+type Keys = std::collections::HashMap<(&'static str, Option<i64>), (String, Outcome)>;
+
+/// A step under a request key against the first step under the same key (and tenant):
+/// the same step returns the same outcome, marked replayed, and writes nothing (an
+/// insert: `already_applied` with the row it made); another step is
+/// `idempotency_key_reused`. A refused step records nothing, and a purge of every
+/// record frees every key.
+fn keyed_check(
+    seen: &mut Keys,
+    at: &str,
+    step: &Step,
+    (before, after): (&Option<Vec<Row>>, &Option<Vec<Row>>),
+    r: &Outcome,
+    replayed: bool,
+) {
+    let (k, t, inner) = match step {
+        Step::Keyed(k, t, inner) => (*k, *t, inner),
+        Step::PurgeRequests(0, _) => {
+            seen.clear();
+            return;
+        }
+        _ => {
+            assert!(!replayed, "{at}: a step without a key was replayed");
+            return;
+        }
+    };
+    let what = format!("{inner:?}");
+    match seen.get(&(k, t)) {
+        None => {
+            assert!(!replayed, "{at}: the first step under {k} was replayed");
+            if r.is_ok() {
+                seen.insert((k, t), (what, r.clone()));
+            }
+        }
+        Some((first, o)) if *first == what => {
+            assert_eq!(before, after, "{at}: a repeat under {k} wrote");
+            match (&**inner, r) {
+                (Step::Insert(..), Err(ordered_core::Error::AlreadyApplied { id, .. })) => {
+                    let made = o
+                        .as_ref()
+                        .expect("recorded")
+                        .1
+                        .rows
+                        .iter()
+                        .any(|c| c.id == *id);
+                    assert!(made, "{at}: the repeated insert names another row: {id}");
+                }
+                _ => {
+                    assert!(replayed, "{at}: the repeat under {k} ran again: {r:?}");
+                    assert_eq!(r, o, "{at}: the repeat under {k} answered otherwise");
+                }
+            }
+        }
+        Some(_) => assert!(
+            matches!(r, Err(ordered_core::Error::IdempotencyKeyReused { .. })),
+            "{at}: another request under {k}: {r:?}"
+        ),
     }
 }
 
@@ -511,8 +589,8 @@ fn check_any(
                 );
             }
         }
-        // a read: nothing written
-        Step::Page(..) => {
+        // a read, or the records' purge: no row written
+        Step::Page(..) | Step::PurgeRequests(..) => {
             assert_eq!(before, after, "{tag} {name} step {i}: a page read wrote");
         }
         Step::WriteAround(..) => {
@@ -786,6 +864,12 @@ where
         conn.batch_execute(&stmt)
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
+    if steps.iter().any(Step::is_keyed) {
+        for st in records_ddl(C::DIALECT, &s) {
+            conn.batch_execute(&st)
+                .unwrap_or_else(|e| panic!("{st}: {e}"));
+        }
+    }
     let o = ordered_diesel::OrderedTable::new(s).changes_limit(CHANGES_LIMIT);
     // the cursor the last page step returned
     let mut cursor: Option<Cursor> = None;
@@ -797,6 +881,7 @@ where
         Vec::new()
     };
     let mut out = Vec::new();
+    let mut keys = Keys::default();
     let lists = |conn: &mut C| {
         let mut rows = Vec::new();
         for p in schema.collections() {
@@ -804,9 +889,27 @@ where
         }
         rows
     };
-    for (i, step) in steps.iter().enumerate() {
+    for (i, whole) in steps.iter().enumerate() {
+        // a step under a request key: the same step through a handle with the key
+        let (o, step) = match whole {
+            Keyed(k, t, inner) => {
+                let h = o.clone().request_key((*k).to_owned());
+                (
+                    match t {
+                        Some(t) => h.tenant(*t),
+                        None => h,
+                    },
+                    &**inner,
+                )
+            }
+            other => (o.clone(), other),
+        };
+        let replayed = std::cell::Cell::new(false);
         let before = try_all_rows(&mut conn, &s, schema);
-        let pos = |x: ordered_core::Outcome| (x.position, x.changes);
+        let pos = |x: ordered_core::Outcome| {
+            replayed.set(x.replayed);
+            (x.position, x.changes)
+        };
         let r = match step {
             Insert(parent, at) | InsertAs(parent, at, _) => {
                 let at = at.resolve(&ids, schema.missing());
@@ -840,8 +943,8 @@ where
                     Ok(())
                 });
                 if let Ok(x) = &r {
-                    // a move that changes nothing runs no hook
-                    let want = (!x.unchanged).then_some(&x.changes);
+                    // a move that changes nothing runs no hook, nor does a replay
+                    let want = (!x.unchanged && !x.replayed).then_some(&x.changes);
                     assert_eq!(seen.as_ref(), want, "the hook's changes");
                 }
                 diesel_outcome(r, pos)
@@ -948,6 +1051,15 @@ where
                     models_step(parent, plain, m)
                 })
             }
+            PurgeRequests(age, batch) => {
+                // a record made in this millisecond is not older than 0 s yet
+                std::thread::sleep(std::time::Duration::from_millis(3));
+                diesel_outcome(
+                    o.purge_requests(&mut conn, std::time::Duration::from_secs(*age), *batch),
+                    purged,
+                )
+            }
+            Keyed(..) => panic!("a key inside a key"),
             Page(p, limit, from) => {
                 let parent = schema.parent(*p);
                 let after = page_from(&cursor, *from);
@@ -978,7 +1090,18 @@ where
         if std::env::var("ORDERED_DEBUG").is_ok() {
             eprintln!("{tag} {name} {i} {r:?}");
         }
-        check_any(tag, name, i, step, before, after, &r);
+        keyed_check(
+            &mut keys,
+            &format!("{tag} {name} step {i}"),
+            whole,
+            (&before, &after),
+            &r,
+            replayed.get(),
+        );
+        // a replay wrote nothing (keyed_check), and its changes are the first call's
+        if !replayed.get() {
+            check_any(tag, name, i, step, before, after, &r);
+        }
         out.push(r);
     }
     let mut reader = reader.unwrap_or(conn);
@@ -1045,6 +1168,13 @@ where
             .await
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
+    if steps.iter().any(Step::is_keyed) {
+        for st in records_ddl(d, &s) {
+            conn.batch_execute(&st)
+                .await
+                .unwrap_or_else(|e| panic!("{st}: {e}"));
+        }
+    }
     let o = ordered_diesel::async_diesel::OrderedTable::new(s).changes_limit(CHANGES_LIMIT);
     // the cursor the last page step returned
     let mut cursor: Option<Cursor> = None;
@@ -1060,6 +1190,7 @@ where
         Vec::new()
     };
     let mut out = Vec::new();
+    let mut keys = Keys::default();
     async fn lists<C: ordered_diesel::async_diesel::AsyncOrderedConnection>(
         o: &ordered_diesel::async_diesel::OrderedTable,
         conn: &mut C,
@@ -1071,9 +1202,27 @@ where
         }
         rows
     }
-    for (i, step) in steps.iter().enumerate() {
+    for (i, whole) in steps.iter().enumerate() {
+        // a step under a request key: the same step through a handle with the key
+        let (o, step) = match whole {
+            Keyed(k, t, inner) => {
+                let h = o.clone().request_key((*k).to_owned());
+                (
+                    match t {
+                        Some(t) => h.tenant(*t),
+                        None => h,
+                    },
+                    &**inner,
+                )
+            }
+            other => (o.clone(), other),
+        };
+        let replayed = std::cell::Cell::new(false);
         let before = try_all_rows_async(&mut conn, &s, schema).await;
-        let pos = |x: ordered_core::Outcome| (x.position, x.changes);
+        let pos = |x: ordered_core::Outcome| {
+            replayed.set(x.replayed);
+            (x.position, x.changes)
+        };
         let r = match step {
             Insert(parent, at) | InsertAs(parent, at, _) => {
                 let at = at.resolve(&ids, schema.missing());
@@ -1108,8 +1257,8 @@ where
                     })
                     .await;
                 if let Ok(x) = &r {
-                    // a move that changes nothing runs no hook
-                    let want = (!x.unchanged).then_some(&x.changes);
+                    // a move that changes nothing runs no hook, nor does a replay
+                    let want = (!x.unchanged && !x.replayed).then_some(&x.changes);
                     assert_eq!(seen.as_ref(), want, "the hook's changes");
                 }
                 diesel_outcome(r, pos)
@@ -1221,6 +1370,15 @@ where
                     models_step(parent, plain, m)
                 })
             }
+            PurgeRequests(age, batch) => {
+                tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+                diesel_outcome(
+                    o.purge_requests(&mut conn, std::time::Duration::from_secs(*age), *batch)
+                        .await,
+                    purged,
+                )
+            }
+            Keyed(..) => panic!("a key inside a key"),
             Page(p, limit, from) => {
                 let parent = schema.parent(*p);
                 let after = page_from(&cursor, *from);
@@ -1235,7 +1393,18 @@ where
         if std::env::var("ORDERED_DEBUG").is_ok() {
             eprintln!("{tag} {name} {i} {r:?}");
         }
-        check_any(tag, name, i, step, before, after, &r);
+        keyed_check(
+            &mut keys,
+            &format!("{tag} {name} step {i}"),
+            whole,
+            (&before, &after),
+            &r,
+            replayed.get(),
+        );
+        // a replay wrote nothing (keyed_check), and its changes are the first call's
+        if !replayed.get() {
+            check_any(tag, name, i, step, before, after, &r);
+        }
         out.push(r);
     }
     let mut reader = reader.unwrap_or(conn);
@@ -1298,6 +1467,13 @@ async fn run_seaorm(
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
     one.commit().await.unwrap();
+    if steps.iter().any(Step::is_keyed) {
+        for st in records_ddl(d, &s) {
+            db.execute_unprepared(&st)
+                .await
+                .unwrap_or_else(|e| panic!("{st}: {e}"));
+        }
+    }
     let o = ordered_seaorm::OrderedTable::new(s).changes_limit(CHANGES_LIMIT);
     // the cursor the last page step returned
     let mut cursor: Option<Cursor> = None;
@@ -1317,6 +1493,7 @@ async fn run_seaorm(
         Vec::new()
     };
     let mut out = Vec::new();
+    let mut keys = Keys::default();
     async fn lists(
         o: &ordered_seaorm::OrderedTable,
         db: &sea_orm::DatabaseConnection,
@@ -1328,9 +1505,27 @@ async fn run_seaorm(
         }
         rows
     }
-    for (i, step) in steps.iter().enumerate() {
+    for (i, whole) in steps.iter().enumerate() {
+        // a step under a request key: the same step through a handle with the key
+        let (o, step) = match whole {
+            Keyed(k, t, inner) => {
+                let h = o.clone().request_key((*k).to_owned());
+                (
+                    match t {
+                        Some(t) => h.tenant(*t),
+                        None => h,
+                    },
+                    &**inner,
+                )
+            }
+            other => (o.clone(), other),
+        };
+        let replayed = std::cell::Cell::new(false);
         let before = try_all_rows_seaorm(&db, &s, schema).await;
-        let pos = |x: ordered_core::Outcome| (x.position, x.changes);
+        let pos = |x: ordered_core::Outcome| {
+            replayed.set(x.replayed);
+            (x.position, x.changes)
+        };
         let r = match step {
             Insert(parent, at) | InsertAs(parent, at, _) => {
                 let at = at.resolve(&ids, schema.missing());
@@ -1359,8 +1554,8 @@ async fn run_seaorm(
                     })
                     .await;
                 if let Ok(x) = &r {
-                    // a move that changes nothing runs no hook
-                    let want = (!x.unchanged).then_some(&x.changes);
+                    // a move that changes nothing runs no hook, nor does a replay
+                    let want = (!x.unchanged && !x.replayed).then_some(&x.changes);
                     assert_eq!(seen.as_ref(), want, "the hook's changes");
                 }
                 seaorm_outcome(r, pos)
@@ -1472,6 +1667,15 @@ async fn run_seaorm(
                     models_step(parent, plain, m)
                 })
             }
+            PurgeRequests(age, batch) => {
+                tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+                seaorm_outcome(
+                    o.purge_requests(&db, std::time::Duration::from_secs(*age), *batch)
+                        .await,
+                    purged,
+                )
+            }
+            Keyed(..) => panic!("a key inside a key"),
             Page(p, limit, from) => {
                 let parent = schema.parent(*p);
                 let after = page_from(&cursor, *from);
@@ -1486,7 +1690,18 @@ async fn run_seaorm(
         if std::env::var("ORDERED_DEBUG").is_ok() {
             eprintln!("{tag} {name} {i} {r:?}");
         }
-        check_any(tag, name, i, step, before, after, &r);
+        keyed_check(
+            &mut keys,
+            &format!("{tag} {name} step {i}"),
+            whole,
+            (&before, &after),
+            &r,
+            replayed.get(),
+        );
+        // a replay wrote nothing (keyed_check), and its changes are the first call's
+        if !replayed.get() {
+            check_any(tag, name, i, step, before, after, &r);
+        }
         out.push(r);
     }
     let reader = match read_url {
@@ -1574,6 +1789,54 @@ fn expected(engine: &str, name: &str, d: &Run) {
         "postgres" => 2 + 4 + 8 + 16 + 32 + 256,
         _ => 2 + 4 + 8 + 16 + 32 + 128 + 256,
     };
+    if name.starts_with("idempotent_every_operation") {
+        // the repeats are checked against the first calls step by step (keyed_check);
+        // here: what the first calls were, and what stale or refused ones say
+        refused(5, "already_applied");
+        for i in (6..=19).chain([20, 22, 23, 24, 26]) {
+            passed(i);
+        }
+        refused(25, "version_conflict");
+        // the list as the steps say: 4 0 1 | 2, the row removed gone
+        let order = |p: i64| -> Vec<Id> {
+            let mut rows: Vec<&Row> = d.1.iter().filter(|r| r.parent == Id::Int(p)).collect();
+            rows.sort_by(|a, b| a.position.cmp(&b.position));
+            rows.iter().map(|r| r.id).collect()
+        };
+        let made: Vec<Id> = {
+            let mut ids: Vec<Id> = d.1.iter().map(|r| r.id).collect();
+            ids.sort_unstable();
+            ids
+        };
+        assert_eq!(made.len(), 4, "{engine} {name}: {made:?}");
+        // item k is the k-th smallest id; item 3 is the one removed
+        let item = |k: usize| made[if k > 3 { k - 1 } else { k }];
+        assert_eq!(order(1), [item(1), item(4), item(0)], "{engine} {name}");
+        assert_eq!(order(2), [item(2)], "{engine} {name}");
+    }
+    if name == "idempotency_key_reused" {
+        for i in [4, 5, 6] {
+            refused(i, "idempotency_key_reused");
+        }
+        refused(7, "not_found");
+        for i in [3, 8, 9, 10, 11, 12] {
+            passed(i);
+        }
+    }
+    if name == "idempotency_purge" {
+        let purged = |i: usize| match &d.0[i] {
+            Ok((Some(Position::Int(n)), _)) => *n,
+            other => panic!("{engine} {name} step {i}: {other:?}"),
+        };
+        assert_eq!(
+            [purged(6), purged(8), purged(9)],
+            [0, 4, 0],
+            "{engine} {name}"
+        );
+        for i in [2, 3, 4, 5, 7, 10] {
+            passed(i);
+        }
+    }
     if name == "keyset_pages" || name == "keyset_pages_keys" {
         // a page's rows (their ids) and how many
         let page = |i: usize| {

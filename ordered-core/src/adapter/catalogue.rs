@@ -185,6 +185,24 @@ macro_rules! operations {
         });
 
         $crate::operations!(@fn $mode
+        /// Deletes this table's request records ([`requests`](ordered_core::requests))
+        /// made more than `older_than` ago, at most `batch` per statement (each its
+        /// own short transaction outside yours, so no lock is held for long), until a
+        /// batch comes back short; returns how many it deleted. Schedule it (hourly,
+        /// say) with the retention your clients retry within: a request repeated
+        /// after its record is gone runs again.
+        pub fn purge_requests<C: $cbound>(
+            &self,
+            conn: $conn,
+            older_than: ::std::time::Duration,
+            batch: u32,
+        ) -> Result<u64> {
+            let job = $crate::adapter::Job::Purge { older_than, batch };
+            let f = $crate::operations!(@await $mode self.schema_job(conn, job))?;
+            Ok(f.into_purged()?)
+        });
+
+        $crate::operations!(@fn $mode
         /// Checks the table for what the protocol relies on: a unique constraint on
         /// exactly `(scope, position)`, deferrable on PostgreSQL (the one-statement
         /// relabel needs it), and a CHECK constraint on the position column (the

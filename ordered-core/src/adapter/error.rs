@@ -48,9 +48,14 @@ macro_rules! adapter_error {
                 last: $e,
             },
             /// The connection failed while committing: the operation may or may not have
-            /// been applied. Re-read the collection before repeating it (a blind retry
-            /// could apply a relative move twice).
-            #[error("the commit outcome is unknown ({0}); re-read the collection before retrying")]
+            /// been applied. Made with a request key (`request_key`), repeat it with the
+            /// same key: it returns the recorded outcome if the first one committed and
+            /// applies it if not ([`requests`]($crate::requests)). Without one, re-read
+            /// the collection before repeating it (a blind retry could apply a relative
+            /// move twice).
+            #[error(
+                "the commit outcome is unknown ({0}): repeat the request with its request key, which returns the outcome if it was applied and applies it if not, or re-read the collection before retrying"
+            )]
             CommitUnknown($e),
             /// The connection failed before the commit (killed, network cut, server
             /// restart): the server rolled the transaction back, so nothing was applied.

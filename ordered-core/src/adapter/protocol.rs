@@ -46,7 +46,7 @@ use crate::plan::{Read, Request, Row};
 use crate::position::Position;
 use crate::retry::{self, Attempts, Class, Stop};
 use crate::sql::{self, Dialect, Statement};
-use crate::{Changes, migration, verify};
+use crate::{Changes, migration, requests, verify};
 
 /// What the protocol needs to know of a client's error, beside its text.
 pub trait DbFailure: std::fmt::Display + std::fmt::Debug {
@@ -104,6 +104,14 @@ pub enum Job {
     /// `adopt_ordering`: renumbers in this order and adds what the table lacks
     /// ([`migration::adopt_plan`]).
     Adopt(Vec<String>),
+    /// `purge_requests`: deletes the table's request records older than `older_than`,
+    /// `batch` at a time ([`sql::purge_records`]), until a batch comes back short.
+    Purge {
+        /// How old a record must be to go.
+        older_than: Duration,
+        /// Records per statement (at least one).
+        batch: u32,
+    },
 }
 
 /// What a [`Job`] produced.
@@ -125,6 +133,8 @@ pub enum Finished {
     Checked,
     /// What `ensure_ordering` or `adopt_ordering` added.
     Ensured(migration::Ensured),
+    /// How many request records a purge deleted.
+    Purged(u64),
 }
 
 macro_rules! finished_as {
@@ -166,6 +176,8 @@ finished_as! {
     into_report -> verify::Report = Report;
     /// `ensure_ordering`'s and `adopt_ordering`'s report.
     into_ensured -> migration::Ensured = Ensured;
+    /// `purge_requests`' count.
+    into_purged -> u64 = Purged;
 }
 
 /// What the adapter must do next.
@@ -316,7 +328,7 @@ impl<E: DbFailure> Failure<E> {
                 format!("gave up after {attempts} attempts: {last}")
             }
             Failure::CommitUnknown(e) => format!(
-                "the commit outcome is unknown ({e}); re-read the collection before retrying"
+                "the commit outcome is unknown ({e}): repeat the request with its request key, which returns the outcome if it was applied and applies it if not, or re-read the collection before retrying"
             ),
             Failure::ConnectionLost(e) => format!(
                 "the connection was lost before the commit ({e}); nothing was applied: reconnect and retry"
@@ -428,8 +440,17 @@ enum State {
         asked: u8,
     },
     Rollback,
-    /// The rollback of an operation that changed nothing ([`Outcome::unchanged`]).
+    /// The rollback of an operation that changed nothing ([`Outcome::unchanged`]), or
+    /// the end of a replayed one.
     Discard,
+    /// The read of the request's record ([`sql::find_record`]).
+    Find,
+    /// The transaction of an unchanged operation's record.
+    RecordBegin,
+    /// The insert of an unchanged operation's record.
+    RecordWrite,
+    /// `purge_requests`: a batch.
+    Purge,
     Sleep,
     /// The schema probe that explains a duplicate.
     Duplicate,
@@ -479,6 +500,12 @@ pub struct Protocol<E> {
     ddl: std::collections::VecDeque<Ddl>,
     ensured: Vec<migration::Fix>,
     in_ddl_txn: bool,
+    /// The write's request record ([`crate::requests`]).
+    record: Option<requests::Record>,
+    /// The outcome is a recorded one, returned again.
+    replaying: bool,
+    /// `purge_requests`: records deleted so far.
+    purged: u64,
 }
 
 impl<E: DbFailure> Protocol<E> {
@@ -501,6 +528,22 @@ impl<E: DbFailure> Protocol<E> {
             ddl: std::collections::VecDeque::new(),
             ensured: Vec::new(),
             in_ddl_txn: false,
+            record: match (&job, settings.request) {
+                (Job::Write(req), Some(key)) => Some(requests::Record::new(
+                    &settings.spec,
+                    requests::RequestKey {
+                        key,
+                        tenant: settings.tenant,
+                    },
+                    req,
+                    settings.concurrency,
+                    settings.within,
+                    settings.idempotency,
+                )),
+                _ => None,
+            },
+            replaying: false,
+            purged: 0,
             span: match &job {
                 Job::Write(req) => crate::observe::span(&settings.spec, req),
                 _ => tracing::Span::none(),
@@ -524,25 +567,75 @@ impl<E: DbFailure> Protocol<E> {
             (State::Probe, feed) => self.probed(feed),
             (State::Begin, Feed::Began { nested }) => {
                 self.nested = nested;
-                let Job::Write(req) = &self.job else {
-                    return self.fail(Failure::Refused(Error::Inconsistent(
-                        "a read began a transaction".into(),
-                    )));
-                };
-                let mut op = self.settings.operation(self.dialect, req);
-                if self.galera {
-                    op = op.on_galera();
+                if let Some(rec) = &self.record {
+                    self.state = State::Find;
+                    return Io::Execute(sql::find_record(self.dialect, rec));
                 }
-                if self.hook {
-                    op = op.with_hook();
-                }
-                self.op = Some(op);
-                self.drive(Reply::None)
+                self.start_operation()
             }
+            (State::Find, Feed::Reply(Reply::Record(None))) => self.start_operation(),
+            (State::Find, Feed::Reply(Reply::Record(Some((digest, text))))) => {
+                self.replay(&digest, &text)
+            }
+            (State::Find, Feed::Failed(e)) => self.record_failed(e),
+            (State::Find, other) => {
+                let f = match other {
+                    Feed::Reply(r) => unexpected(&r),
+                    other => Error::Inconsistent(format!(
+                        "unexpected step result: {}",
+                        feed_name(&other)
+                    )),
+                };
+                self.failing(Failure::Refused(f))
+            }
+            (State::RecordBegin, Feed::Began { nested }) => {
+                self.nested = nested;
+                let text = self.outcome.as_ref().map(requests::encode);
+                match (text, &self.record) {
+                    (Some(Ok(text)), Some(rec)) => {
+                        self.state = State::RecordWrite;
+                        Io::Execute(sql::insert_record(self.dialect, rec, &text))
+                    }
+                    (Some(Err(e)), _) => self.failing(Failure::Refused(e)),
+                    _ => self.failing(Failure::Refused(Error::Inconsistent(
+                        "a record without its outcome".into(),
+                    ))),
+                }
+            }
+            (State::RecordBegin, Feed::Failed(e)) => self.settle(Failure::of(e)),
+            (State::RecordBegin, other) => self.unexpected_feed(other),
+            (State::RecordWrite, Feed::Reply(_)) => {
+                self.state = State::Commit;
+                Io::Commit {
+                    savepoint: self.nested,
+                    then_check: self.galera && !self.nested,
+                }
+            }
+            (State::RecordWrite, Feed::Failed(e)) => self.record_failed(e),
+            (State::RecordWrite, other) => self.unexpected_feed(other),
+            (State::Purge, Feed::Reply(Reply::Affected(n))) => {
+                self.purged += n;
+                match &self.job {
+                    Job::Purge { batch, .. } if n >= u64::from((*batch).max(1)) => {
+                        self.state = State::Purge;
+                        self.purge_batch()
+                    }
+                    _ => self.finish(Finished::Purged(self.purged)),
+                }
+            }
+            (State::Purge, Feed::Failed(e)) if requests::is_missing_table(&e.message()) => {
+                self.fail(Failure::Refused(requests::missing_table()))
+            }
+            (State::Purge, Feed::Failed(e)) => self.fail(Failure::of(e)),
+            (State::Purge, other) => self.unexpected_feed(other),
             (State::Begin, Feed::Failed(e)) => self.settle(Failure::of(e)),
             (State::Begin, other) => self.unexpected_feed(other),
             (State::Drive, Feed::Reply(reply)) => self.drive(reply),
             (State::Drive, Feed::Ok) => self.drive(Reply::None),
+            // a duplicate of the record: another call with the same key committed first
+            (State::Drive, Feed::Failed(e)) if self.op.as_ref().is_some_and(Operation::recording) => {
+                self.record_failed(e)
+            }
             (State::Drive, Feed::Failed(e)) => self.failing(Failure::of(e)),
             (State::Drive, Feed::Refused(e)) => self.failing(Failure::Refused(e)),
             (State::Drive, other) => self.unexpected_feed(other),
@@ -627,6 +720,15 @@ impl<E: DbFailure> Protocol<E> {
                 } else {
                     self.settle(failure)
                 }
+            }
+            // an operation that changed nothing is recorded in a transaction of its own
+            (State::Discard, Feed::Ok)
+                if self.record.is_some()
+                    && !self.replaying
+                    && self.outcome.as_ref().is_some_and(|o| o.unchanged) =>
+            {
+                self.state = State::RecordBegin;
+                Io::Begin
             }
             (State::Discard, Feed::Ok) => self.done(),
             // the operation's answer stands; the connection is not usable
@@ -730,6 +832,8 @@ impl<E: DbFailure> Protocol<E> {
                 self.attempt = self.attempts.begin();
                 self.locked = None;
                 self.op = None;
+                self.outcome = None;
+                self.replaying = false;
                 // MySQL/MariaDB: is this a Galera node? On one, the probe is also the
                 // causal wait that must come before BEGIN
                 if d == Dialect::Mysql {
@@ -790,6 +894,10 @@ impl<E: DbFailure> Protocol<E> {
             Job::Ensure | Job::Adopt(_) => {
                 self.state = State::Inspect;
                 Io::Execute(sql::schema_probe(d, spec))
+            }
+            Job::Purge { .. } => {
+                self.state = State::Purge;
+                self.purge_batch()
             }
             Job::CheckKeyOrder if !s.is_key() => self.finish(Finished::Checked),
             Job::CheckKeyOrder => {
@@ -852,6 +960,101 @@ impl<E: DbFailure> Protocol<E> {
                 self.finish(Finished::Ensured(migration::Ensured { added }))
             }
         }
+    }
+
+    /// The operation of a write, once its transaction is open (and its record, if it
+    /// has a request key, was not found).
+    fn start_operation(&mut self) -> Io<E> {
+        let Job::Write(req) = &self.job else {
+            return self.fail(Failure::Refused(Error::Inconsistent(
+                "a read began a transaction".into(),
+            )));
+        };
+        let mut op = self
+            .settings
+            .operation(self.dialect, req)
+            .with_record(self.record.clone());
+        if self.galera {
+            op = op.on_galera();
+        }
+        if self.hook {
+            op = op.with_hook();
+        }
+        self.op = Some(op);
+        self.drive(Reply::None)
+    }
+
+    /// A record of the request's key was found: the same request returns its recorded
+    /// outcome (an insert, the row it made, as an idempotent insert does) and writes
+    /// nothing; another request is refused.
+    fn replay(&mut self, digest: &str, text: &str) -> Io<E> {
+        let Some(rec) = &self.record else {
+            return self.failing(Failure::Refused(Error::Inconsistent(
+                "a record read without a request key".into(),
+            )));
+        };
+        if digest.trim() != rec.digest {
+            return self.failing(Failure::Refused(Error::IdempotencyKeyReused {
+                key: rec.key,
+            }));
+        }
+        let outcome = match requests::decode(&self.settings.spec, text) {
+            Ok(o) => o,
+            Err(e) => return self.failing(Failure::Refused(e)),
+        };
+        if let Job::Write(req) = &self.job
+            && let Request::Insert { parent, .. } = **req
+        {
+            let id = outcome
+                .changes
+                .rows
+                .iter()
+                .find(|c| c.parent == parent && Some(&c.position) == outcome.position.as_ref())
+                .map(|c| c.id);
+            let refused = match id {
+                Some(id) => Error::AlreadyApplied { id, parent },
+                None => Error::Inconsistent("a recorded insert without its row".into()),
+            };
+            return self.failing(Failure::Refused(refused));
+        }
+        self.outcome = Some(outcome);
+        self.replaying = true;
+        self.state = State::Discard;
+        Io::Rollback {
+            savepoint: self.nested,
+        }
+    }
+
+    /// A failed read or insert of the request's record: a duplicate is another call
+    /// with the same key that committed first (retried: the next attempt finds its
+    /// record); a missing table says how to create it.
+    fn record_failed(&mut self, e: E) -> Io<E> {
+        let message = e.message();
+        let key = self.record.as_ref().map_or(Id::Int(0), |r| r.key);
+        if requests::is_missing_table(&message) {
+            self.failing(Failure::Refused(requests::missing_table()))
+        } else if requests::is_duplicate(&message) && !e.is_connection_lost() {
+            self.failing(Failure::Refused(Error::RequestInFlight { key }))
+        } else {
+            self.failing(Failure::of(e))
+        }
+    }
+
+    /// `purge_requests`: the next batch.
+    fn purge_batch(&mut self) -> Io<E> {
+        let Job::Purge { older_than, batch } = &self.job else {
+            return self.fail(Failure::Refused(Error::Inconsistent(
+                "a purge without its job".into(),
+            )));
+        };
+        let age = i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX);
+        let before = requests::now_ms().saturating_sub(age);
+        Io::Execute(sql::purge_records(
+            self.dialect,
+            self.settings.spec.table,
+            before,
+            (*batch).max(1),
+        ))
     }
 
     fn probed(&mut self, feed: Feed<E>) -> Io<E> {

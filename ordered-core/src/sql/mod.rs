@@ -9,8 +9,7 @@ use crate::position::{PARK_POSITION, Position, PositionKind, TEMP_KEY_PREFIX};
 use crate::spec::{ScopeColumn, Spec};
 
 /// The SQL engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Dialect {
     /// PostgreSQL 12 or later.
     Postgres,
@@ -305,6 +304,9 @@ pub enum Returns {
     /// Item rows tagged with the index of the part of a [`fused`] read they answer:
     /// `o_q BIGINT`, then the columns of [`Returns::Rows`].
     Tagged,
+    /// A request record ([`find_record`]): at most one row `o_digest TEXT, o_outcome
+    /// TEXT`, replied as [`Reply::Record`](crate::adapter::Reply::Record).
+    Record,
 }
 
 /// One statement with its binds.
@@ -632,6 +634,7 @@ fn item_columns_of(b: &mut B, spec: &Spec, alias: Option<&str>) {
 
 mod lock;
 mod read;
+mod requests;
 mod schema;
 mod write;
 
@@ -649,6 +652,7 @@ pub mod galera;
 
 pub use lock::*;
 pub use read::*;
+pub use requests::*;
 pub use schema::*;
 pub use write::*;
 

@@ -13,6 +13,9 @@
 //! missing); without `--scope` either, the table is one global list. `--nullable-scope`:
 //! NULL in the scope column is the root list (locked in the lock table, so no
 //! `--parent`); `--parent` naming the table itself with it makes a tree.
+//! `--request-records` also creates the table of request records (`ordered_requests`,
+//! if missing), which writes made with a request key need; its down keeps it (other
+//! tables may use it).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -85,6 +88,10 @@ struct Args {
     /// column of its own).
     #[arg(long)]
     link: bool,
+    /// Also create the table of request records (`ordered_requests`) if missing: writes
+    /// with a request key (`request_key`) record their outcome there.
+    #[arg(long = "request-records")]
+    request_records: bool,
     /// Where the migrations live.
     #[arg(long, default_value = "migrations")]
     dir: PathBuf,
@@ -186,6 +193,10 @@ fn main() -> ExitCode {
     } else {
         migrations::add_ordering(dialect, &spec, backfill)
     };
+    let mut m = m;
+    if a.request_records {
+        m.up.extend(migrations::create_requests_table(dialect).up);
+    }
     match migrations::write(&a.dir, &name, &m) {
         Ok(folder) => {
             println!("{}", folder.display());

@@ -413,3 +413,103 @@ pub fn migrate_boards<C: TestConn>(c: &mut C, spec: &Spec) {
 pub fn untyped<M: ordered_diesel::Ordered>() -> OrderedTable {
     OrderedTable::new(M::SPEC)
 }
+
+/// The loopback proxy that cuts a connection at `COMMIT`.
+pub mod proxy {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering as AtomicOrdering};
+    use std::time::Duration;
+
+    /// What the proxy does when it sees COMMIT go by.
+    pub const PASS: u8 = 0;
+    /// Forward COMMIT, let the server apply it, then cut both sides.
+    pub const CUT_AFTER_COMMIT: u8 = 1;
+    /// Cut both sides instead of forwarding COMMIT.
+    pub const CUT_BEFORE_COMMIT: u8 = 2;
+
+    /// A loopback TCP proxy in front of the database server that can cut the connection
+    /// at `COMMIT` (the reliability suite's R2, the Galera suite's cut on a node).
+    pub struct Proxy {
+        pub port: u16,
+        pub mode: Arc<AtomicU8>,
+        pub cuts: Arc<AtomicUsize>,
+    }
+
+    impl Proxy {
+        pub fn start(upstream: String) -> Proxy {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let mode = Arc::new(AtomicU8::new(PASS));
+            let cuts = Arc::new(AtomicUsize::new(0));
+            let (m, k) = (Arc::clone(&mode), Arc::clone(&cuts));
+            std::thread::spawn(move || {
+                for client in listener.incoming() {
+                    let Ok(client) = client else { return };
+                    let Ok(server) = TcpStream::connect(&upstream) else {
+                        return;
+                    };
+                    let (mut c_in, mut s_out) =
+                        (client.try_clone().unwrap(), server.try_clone().unwrap());
+                    let (mut s_in, mut c_out) = (server, client);
+                    // once COMMIT is seen, nothing more reaches the client
+                    let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                    let cut_reply = Arc::clone(&cut);
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 16384];
+                        while let Ok(n) = s_in.read(&mut buf) {
+                            if n == 0
+                                || cut_reply.load(AtomicOrdering::SeqCst)
+                                || c_out.write_all(&buf[..n]).is_err()
+                            {
+                                break;
+                            }
+                        }
+                        let _ = c_out.shutdown(Shutdown::Both);
+                    });
+                    let (m, k) = (Arc::clone(&m), Arc::clone(&k));
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 16384];
+                        // MySQL: the library's COMMIT is a prepared statement; on a fresh
+                        // connection its COM_STMT_PREPARE (0x16) goes by first, and the
+                        // client's next packet, a COM_STMT_EXECUTE (0x17), is the COMMIT
+                        let mut commit_prepared = false;
+                        while let Ok(n) = c_in.read(&mut buf) {
+                            if n == 0 {
+                                break;
+                            }
+                            let chunk = &buf[..n];
+                            // the COMMIT statement alone: PostgreSQL's simple query
+                            // ends it with a NUL, MySQL's COM_QUERY starts it with 0x03
+                            // (and "BEGIN ISOLATION LEVEL READ COMMITTED" must not match)
+                            let executed = commit_prepared && chunk.get(4) == Some(&0x17);
+                            commit_prepared = chunk.ends_with(b"\x16COMMIT");
+                            let commit = executed
+                                || chunk
+                                    .windows(7)
+                                    .any(|w| w == b"COMMIT\0" || w == b"\x03COMMIT");
+                            let mode = m.load(AtomicOrdering::SeqCst);
+                            if commit && mode != PASS {
+                                k.fetch_add(1, AtomicOrdering::SeqCst);
+                                cut.store(true, AtomicOrdering::SeqCst);
+                                if mode == CUT_AFTER_COMMIT {
+                                    let _ = s_out.write_all(chunk);
+                                    std::thread::sleep(Duration::from_millis(300));
+                                }
+                                let _ = c_in.shutdown(Shutdown::Both);
+                                let _ = s_out.shutdown(Shutdown::Both);
+                                return;
+                            }
+                            if s_out.write_all(chunk).is_err() {
+                                break;
+                            }
+                        }
+                        let _ = s_out.shutdown(Shutdown::Both);
+                    });
+                }
+            });
+            Proxy { port, mode, cuts }
+        }
+    }
+}

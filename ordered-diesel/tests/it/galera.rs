@@ -178,6 +178,113 @@ fn reads_through_one_node_see_writes_through_another() {
     drop_tables(&mut w, &t);
 }
 
+/// A node's connection cut at `COMMIT` (by a loopback proxy in front of node 1), after
+/// the node applied it and before: each move under a request key ends in
+/// `CommitUnknown`, and its repeat with the key through node 2 returns the recorded
+/// outcome (the record replicated with the move) or applies the move (neither was
+/// committed). Either way the item moved exactly once. Without the key, the control's
+/// blind repeat after a committed cut moves it twice.
+#[test]
+fn a_commit_cut_on_a_node_is_resolved_by_repeating_with_the_request_key() {
+    use crate::common::proxy::{CUT_AFTER_COMMIT, CUT_BEFORE_COMMIT, PASS, Proxy};
+    use std::sync::atomic::Ordering as Atomic;
+
+    let Some(urls) = nodes() else { return };
+    let mut c = node(&urls[0]);
+    let mut other = node(&urls[1]);
+    let t = fresh(&mut c, "gal_cut", &GAPPED, &[1]);
+    for st in ordered_diesel::migrations::create_requests_table(Dialect::Mysql).up {
+        diesel::connection::SimpleConnection::batch_execute(&mut c, &st).unwrap();
+    }
+    diesel::connection::SimpleConnection::batch_execute(
+        &mut c,
+        &format!(
+            "DELETE FROM ordered_requests WHERE table_name = '{}'",
+            t.spec.table
+        ),
+    )
+    .unwrap();
+    for i in 0..4 {
+        insert(&mut c, &t, 1, Placement::Last, &format!("i{i}")).unwrap();
+    }
+    let host = urls[0]
+        .split('@')
+        .nth(1)
+        .and_then(|h| h.split('/').next())
+        .unwrap()
+        .to_owned();
+    let proxy = Proxy::start(host.clone());
+    let proxied = urls[0].replace(&host, &format!("127.0.0.1:{}", proxy.port));
+    let up_once = |order: &[Id], item: Id| {
+        let mut o = order.to_vec();
+        let at = o.iter().position(|&x| x == item).unwrap();
+        o.swap(at - 1, at);
+        o
+    };
+    let (mut replayed, mut applied) = (0, 0);
+    for round in 0..6 {
+        let committed = round % 2 == 0;
+        let label = format!("round {round} committed={committed}");
+        let before = ids(&mut other, &t, ordered_diesel::Id::Int(1));
+        let item = before[3];
+        let key = format!("gal-cut-{round}");
+        let mut via = node(&proxied);
+        proxy.mode.store(
+            if committed {
+                CUT_AFTER_COMMIT
+            } else {
+                CUT_BEFORE_COMMIT
+            },
+            Atomic::SeqCst,
+        );
+        let e = ord(&t)
+            .request_key(key.clone())
+            .move_up(&mut via, item)
+            .expect_err("the cut commit reported success");
+        proxy.mode.store(PASS, Atomic::SeqCst);
+        assert!(matches!(e, Error::CommitUnknown(_)), "{label}: {e:?}");
+        drop(via);
+        // the repeat, through the other node
+        let again = ord(&t)
+            .request_key(key)
+            .move_up(&mut other, item)
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        assert_eq!(again.replayed, committed, "{label}: {again:?}");
+        if again.replayed {
+            replayed += 1;
+        } else {
+            applied += 1;
+        }
+        assert_eq!(
+            ids(&mut other, &t, ordered_diesel::Id::Int(1)),
+            up_once(&before, item),
+            "{label}: not applied exactly once"
+        );
+        // back where it was, for the next round
+        ord(&t).move_to_end(&mut c, item).unwrap();
+    }
+    // the control: a blind repeat after a committed cut moves twice
+    let before = ids(&mut other, &t, ordered_diesel::Id::Int(1));
+    let item = before[3];
+    let mut via = node(&proxied);
+    proxy.mode.store(CUT_AFTER_COMMIT, Atomic::SeqCst);
+    let e = ord(&t).move_up(&mut via, item).unwrap_err();
+    proxy.mode.store(PASS, Atomic::SeqCst);
+    assert!(matches!(e, Error::CommitUnknown(_)), "{e:?}");
+    drop(via);
+    ord(&t).move_up(&mut other, item).unwrap();
+    let after = ids(&mut other, &t, ordered_diesel::Id::Int(1));
+    assert_eq!(
+        after.iter().position(|&x| x == item),
+        Some(1),
+        "the control's blind repeat did not move twice: {after:?}"
+    );
+    eprintln!(
+        "galera commit cuts: 6 CommitUnknown under a request key, all resolved through the other node: {replayed} replayed, {applied} applied by the repeat; the unkeyed control moved twice"
+    );
+    drop_tables(&mut c, &t);
+}
+
 /// The test-only last statement of every write: the parent's version as this
 /// transaction sees it, and whether it still runs inside a transaction.
 fn log_version(_: Dialect, _: &Spec, _: &Request) -> Statement {

@@ -1,14 +1,12 @@
 //! R1-R2: retries with injected failures, and an ambiguous commit through a loopback
 //! proxy, with idempotent inserts.
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::Ordering as AtomicOrdering;
 use std::time::{Duration, Instant};
 
 use ordered_diesel::{Dialect, Error, Id, OrderingError, Placement, RebalancePolicy, RetryPolicy};
 
+use crate::common::proxy::{CUT_AFTER_COMMIT, CUT_BEFORE_COMMIT, PASS, Proxy};
 use crate::common::*;
 use crate::each_engine;
 use crate::engine::spy;
@@ -249,101 +247,19 @@ fn r1<C: TestConn>(_: ()) {
     drop_tables(&mut c, &t);
 }
 
-/// What the proxy does when it sees COMMIT go by.
-const PASS: u8 = 0;
-/// Forward COMMIT, let the server apply it, then cut both sides.
-const CUT_AFTER_COMMIT: u8 = 1;
-/// Cut both sides instead of forwarding COMMIT.
-const CUT_BEFORE_COMMIT: u8 = 2;
-
-/// A loopback TCP proxy in front of the database server.
-struct Proxy {
-    port: u16,
-    mode: Arc<AtomicU8>,
-    cuts: Arc<AtomicUsize>,
-}
-
-impl Proxy {
-    fn start(upstream: String) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let mode = Arc::new(AtomicU8::new(PASS));
-        let cuts = Arc::new(AtomicUsize::new(0));
-        let (m, k) = (Arc::clone(&mode), Arc::clone(&cuts));
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                let Ok(client) = client else { return };
-                let Ok(server) = TcpStream::connect(&upstream) else {
-                    return;
-                };
-                let (mut c_in, mut s_out) =
-                    (client.try_clone().unwrap(), server.try_clone().unwrap());
-                let (mut s_in, mut c_out) = (server, client);
-                // once COMMIT is seen, nothing more reaches the client
-                let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
-                let cut_reply = Arc::clone(&cut);
-                std::thread::spawn(move || {
-                    let mut buf = [0u8; 16384];
-                    while let Ok(n) = s_in.read(&mut buf) {
-                        if n == 0
-                            || cut_reply.load(AtomicOrdering::SeqCst)
-                            || c_out.write_all(&buf[..n]).is_err()
-                        {
-                            break;
-                        }
-                    }
-                    let _ = c_out.shutdown(Shutdown::Both);
-                });
-                let (m, k) = (Arc::clone(&m), Arc::clone(&k));
-                std::thread::spawn(move || {
-                    let mut buf = [0u8; 16384];
-                    // MySQL: the library's COMMIT is a prepared statement; on a fresh
-                    // connection its COM_STMT_PREPARE (0x16) goes by first, and the
-                    // client's next packet, a COM_STMT_EXECUTE (0x17), is the COMMIT
-                    let mut commit_prepared = false;
-                    while let Ok(n) = c_in.read(&mut buf) {
-                        if n == 0 {
-                            break;
-                        }
-                        let chunk = &buf[..n];
-                        // the COMMIT statement alone: PostgreSQL's simple query
-                        // ends it with a NUL, MySQL's COM_QUERY starts it with 0x03
-                        // (and "BEGIN ISOLATION LEVEL READ COMMITTED" must not match)
-                        let executed = commit_prepared && chunk.get(4) == Some(&0x17);
-                        commit_prepared = chunk.ends_with(b"\x16COMMIT");
-                        let commit = executed
-                            || chunk
-                                .windows(7)
-                                .any(|w| w == b"COMMIT\0" || w == b"\x03COMMIT");
-                        let mode = m.load(AtomicOrdering::SeqCst);
-                        if commit && mode != PASS {
-                            k.fetch_add(1, AtomicOrdering::SeqCst);
-                            cut.store(true, AtomicOrdering::SeqCst);
-                            if mode == CUT_AFTER_COMMIT {
-                                let _ = s_out.write_all(chunk);
-                                std::thread::sleep(Duration::from_millis(300));
-                            }
-                            let _ = c_in.shutdown(Shutdown::Both);
-                            let _ = s_out.shutdown(Shutdown::Both);
-                            return;
-                        }
-                        if s_out.write_all(chunk).is_err() {
-                            break;
-                        }
-                    }
-                    let _ = s_out.shutdown(Shutdown::Both);
-                });
-            }
-        });
-        Proxy { port, mode, cuts }
-    }
+thread_local! {
+    /// R2's moves under a request key: (engine, committed before the cut, replayed).
+    static KEYED: std::cell::RefCell<Vec<(&'static str, bool, bool)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// R2: the connection drops right after COMMIT was sent, with the commit applied or
 /// not. The library returns `CommitUnknown` after one attempt (no blind re-run). With
 /// a client-chosen id, the caller's retry of the insert returns `AlreadyApplied` when
 /// the first attempt committed, and inserts when it did not: one row per client id.
-/// A move's fate is read back from the ops log, and the database equals the replay.
+/// A move's fate is read back from the ops log, and the database equals the replay. A
+/// move under a request key is repeated with its key: replayed when the first attempt
+/// committed, applied when it did not, so it is applied exactly once either way.
 fn r2<C: TestConn>(_: ()) {
     if C::DIALECT == Dialect::Sqlite {
         return;
@@ -372,6 +288,15 @@ fn r2<C: TestConn>(_: ()) {
         .to_owned();
     let proxy = Proxy::start(host.clone());
     let proxied = url.replace(&host, &format!("127.0.0.1:{}", proxy.port));
+    for st in ordered_diesel::migrations::create_requests_table(C::DIALECT).up {
+        c.exec(&st);
+    }
+    c.exec(&format!(
+        "DELETE FROM {} WHERE {} = '{}'",
+        ordered_core::adapter::sql::quote(C::DIALECT, ordered_core::requests::TABLE),
+        ordered_core::adapter::sql::quote(C::DIALECT, "table_name"),
+        t.items
+    ));
     let mut tally = Tally::default();
     let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     for (i, mode) in [CUT_AFTER_COMMIT, CUT_BEFORE_COMMIT]
@@ -459,10 +384,60 @@ fn r2<C: TestConn>(_: ()) {
             usize::from(applied),
             "{label}: the move's fate: {log:?}"
         );
+        // a move under a request key: after the cut, its repeat with the key on a new
+        // connection learns the outcome (replayed) or applies it; either way it is
+        // applied exactly once
+        ord(&t).move_to_end(&mut c, b).unwrap();
+        let key = format!("r2-{}-{i}", C::name());
+        let once = {
+            let mut o = ids(&mut c, &t, ordered_diesel::Id::Int(1));
+            let at = o.iter().position(|&x| x == b).unwrap();
+            o.swap(at - 1, at);
+            o
+        };
+        let mut via_proxy = C::open_url(&proxied);
+        proxy.mode.store(mode, AtomicOrdering::SeqCst);
+        let t0 = Instant::now();
+        let e = ord(&t)
+            .request_key(key.clone())
+            .move_up(&mut via_proxy, b)
+            .expect_err("the cut commit reported success");
+        proxy.mode.store(PASS, AtomicOrdering::SeqCst);
+        assert!(matches!(e, Error::CommitUnknown(_)), "{label}: {e:?}");
+        assert!(e.to_string().contains("request key"), "{label}: {e}");
+        tally.error(&e);
+        drop(via_proxy);
+        std::thread::sleep(Duration::from_millis(200));
+        let again = ord(&t)
+            .request_key(key)
+            .move_up(&mut c, b)
+            .unwrap_or_else(|e| panic!("{label}: the repeat with the key: {e}"));
+        tally.lat.push(t0.elapsed());
+        assert_eq!(again.replayed, applied, "{label}: {again:?}");
+        assert_eq!(
+            ids(&mut c, &t, ordered_diesel::Id::Int(1)),
+            once,
+            "{label}: the keyed move was not applied exactly once"
+        );
+        tally.outcome(&again);
+        KEYED.with(|k| k.borrow_mut().push((C::name(), applied, again.replayed)));
+
         // b back at the end for the next round
         ord(&t).move_to_end(&mut c, b).unwrap();
     }
     lock_is_free::<C>(&t, ordered_diesel::Id::Int(1));
     tally.report("R2 commit cut by a proxy", C::name(), "READ COMMITTED");
+    KEYED.with(|k| {
+        let k = k.borrow();
+        let mine: Vec<_> = k.iter().filter(|(e, ..)| *e == C::name()).collect();
+        let replayed = mine.iter().filter(|(_, _, r)| *r).count();
+        println!(
+            "R2 {}: {} CommitUnknown under a request key, every one resolved by its repeat: {} replayed (committed), {} applied by the repeat (not committed), each move applied once",
+            C::name(),
+            mine.len(),
+            replayed,
+            mine.len() - replayed
+        );
+    });
     drop_tables(&mut c, &t);
 }

@@ -543,3 +543,72 @@ async fn inside_the_callers_transaction() {
         );
     }
 }
+
+/// Request records through SeaORM: the migration makes the table, a repeat under a key
+/// is replayed, and inside the caller's transaction the record rolls back with it (the
+/// repeat then applies). On SQLite (a database of the test's own) the table is then
+/// dropped, and a keyed write says how to make it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn request_records_through_the_migration_and_the_callers_transaction() {
+    use ordered_seaorm::migration::{create_requests_table, drop_requests_table};
+    for (engine, url) in engines() {
+        let db = connect(engine, &url, "records").await;
+        let spec = spec_for("records", &GAPPED, RebalancePolicy::Window);
+        reset(&db, &spec, &[ordered_seaorm::Id::Int(1)]).await;
+        let manager = SchemaManager::new(&db);
+        create_requests_table(&manager).await.unwrap();
+        let q = |s: &str| sql::quote(dialect(db.get_database_backend()).unwrap(), s);
+        exec(
+            &db,
+            &format!(
+                "DELETE FROM {} WHERE {} = '{}'",
+                q("ordered_requests"),
+                q("table_name"),
+                spec.table
+            ),
+        )
+        .await;
+        let one = ordered_seaorm::Id::Int(1);
+        let a = add(&db, spec, one, Placement::Last, "a").await;
+        let b = add(&db, spec, one, Placement::Last, "b").await;
+        let c = add(&db, spec, one, Placement::Last, "c").await;
+        let keyed = |k: &str| OrderedTable::new(spec).request_key(k.to_owned());
+        let first = keyed("up-c").move_up(&db, c).await.unwrap();
+        let again = keyed("up-c").move_up(&db, c).await.unwrap();
+        assert!(!first.replayed && again.replayed, "{engine}");
+        assert_eq!(again.changes, first.changes, "{engine}");
+        assert_eq!(
+            ids(&db, spec, one).await,
+            [a, c, b],
+            "{engine}: moved twice"
+        );
+        // the caller's transaction rolled back: its record went with it
+        let txn = db.begin().await.unwrap();
+        keyed("up-b").move_up(&txn, b).await.unwrap();
+        txn.rollback().await.unwrap();
+        let applied = keyed("up-b").move_up(&db, b).await.unwrap();
+        assert!(
+            !applied.replayed,
+            "{engine}: a rolled-back record was found"
+        );
+        assert_eq!(ids(&db, spec, one).await, [a, b, c], "{engine}");
+        // committed with it: replayed
+        let txn = db.begin().await.unwrap();
+        keyed("up-c2").move_up(&txn, c).await.unwrap();
+        txn.commit().await.unwrap();
+        assert!(keyed("up-c2").move_up(&db, c).await.unwrap().replayed);
+        assert_eq!(ids(&db, spec, one).await, [a, c, b], "{engine}");
+        if engine == "sqlite" {
+            drop_requests_table(&manager).await.unwrap();
+            let e = keyed("up-b2").move_up(&db, b).await.unwrap_err();
+            assert!(
+                matches!(
+                    e.refusal(),
+                    Some(OrderingError::SchemaMismatch { table, .. }) if table == "ordered_requests"
+                ),
+                "{engine}: {e}"
+            );
+            assert_eq!(ids(&db, spec, one).await, [a, c, b], "{engine}");
+        }
+    }
+}
