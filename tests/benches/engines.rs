@@ -17,7 +17,9 @@
 //!   (ranked-model), at 1k and 10k (at 100k they take minutes per operation);
 //! - a relabel of the whole collection against a bare `UPDATE` of the same rows;
 //! - 16 writers on 16 parents, and 16 writers on one parent against the floor on one
-//!   parent (alternating rounds, the medians compared).
+//!   parent (alternating rounds, the medians compared);
+//! - a move under a request key (recorded) and its repeat (replayed) against the same
+//!   move without a key (alternating rounds, the medians compared).
 //!
 //! `ORDERED_BENCH_WORKLOADS="move to index"` only those workloads of the matrix (and
 //! none of the sections after it), `ORDERED_ENGINES=mysql` (comma-separated) runs only
@@ -781,6 +783,112 @@ where
     }
 }
 
+/// A move to the front under a request key (its record written in its transaction)
+/// against the same move without one, and the repeat of a recorded move (its replay),
+/// on a list of 1,000: alternating rounds, the medians of the rounds' p50s compared,
+/// with the spread of the per-round ratios, and the statements each sends.
+/// `ORDERED_BENCH_WORKLOADS=recorded` runs only this section.
+fn recorded_rows<C: BenchConn>(engine: &str, c: &mut C, quick: bool, extra: &mut String) {
+    let s = spec("m", &GAPPED);
+    let ids = prepare(c, &s, 1_000, 1);
+    let d = C::DIALECT;
+    for st in ordered_core::migration::create_requests_table(d).up {
+        exec(c, &st);
+    }
+    exec(
+        c,
+        &format!(
+            "DELETE FROM {} WHERE {} = '{}'",
+            sql::quote(d, ordered_core::requests::TABLE),
+            sql::quote(d, "table_name"),
+            s.table
+        ),
+    );
+    let (rounds, ops) = if quick { (3, 20) } else { (7, 100) };
+    let o = OrderedTable::new(s);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut n = 0u64;
+    // per kind: each round's p50, and statements sent in all
+    let mut p50s: [Vec<Duration>; 3] = Default::default();
+    let mut sent = [0u64; 3];
+    let mut total = [0u64; 3];
+    for _ in 0..rounds {
+        // this round's recorded moves: (key, item), repeated as they were
+        let mut recorded: Vec<(String, Id)> = Vec::new();
+        for kind in 0..3 {
+            let mut st = Stats::default();
+            let before = statements();
+            for i in 0..ops {
+                let (h, item) = match kind {
+                    0 => (o.clone(), ids[rng.below(ids.len())]),
+                    // a new key per move
+                    1 => {
+                        n += 1;
+                        let key = format!("bench-{n}");
+                        let item = ids[rng.below(ids.len())];
+                        recorded.push((key.clone(), item));
+                        (o.clone().request_key(key), item)
+                    }
+                    _ => {
+                        let (key, item) = recorded[i].clone();
+                        (o.clone().request_key(key), item)
+                    }
+                };
+                let t = Instant::now();
+                let out = h.move_to_start(c, item).unwrap();
+                st.lat.push(t.elapsed());
+                assert_eq!(out.replayed, kind == 2);
+            }
+            sent[kind] += statements() - before;
+            total[kind] += ops as u64;
+            p50s[kind].push(st.pct(0.5));
+        }
+    }
+    let median = |v: &[Duration]| {
+        let mut v = v.to_vec();
+        v.sort();
+        v[v.len() / 2]
+    };
+    let ratios = |k: usize| -> Vec<f64> {
+        p50s[k]
+            .iter()
+            .zip(&p50s[0])
+            .map(|(a, b)| a.as_secs_f64() / b.as_secs_f64().max(1e-9))
+            .collect()
+    };
+    let spread = |v: Vec<f64>| {
+        let lo = v.iter().copied().fold(f64::MAX, f64::min);
+        let hi = v.iter().copied().fold(0.0, f64::max);
+        format!("{lo:.2}-{hi:.2}")
+    };
+    let per = |k: usize| sent[k] as f64 / total[k].max(1) as f64;
+    for (k, what) in [
+        (1, "recorded move to front"),
+        (2, "repeat of a recorded move"),
+    ] {
+        let mut r = ratios(k);
+        r.sort_by(f64::total_cmp);
+        let mid = r[r.len() / 2];
+        eprintln!(
+            "  {engine:<8} {what}: p50 {} ms ({:.1} statements) against unrecorded {} ms ({:.1}): ratio {mid:.2} (spread {})",
+            ms(median(&p50s[k])),
+            per(k),
+            ms(median(&p50s[0])),
+            per(0),
+            spread(r.clone())
+        );
+        let _ = writeln!(
+            extra,
+            "| {engine} | {what}, 1k gapped, median of {rounds} alternating rounds of {ops} | {} ms, {:.1} statements | the same move without a key: {} ms, {:.1} statements | ratio {mid:.2} (rounds {}) |",
+            ms(median(&p50s[k])),
+            per(k),
+            ms(median(&p50s[0])),
+            per(0),
+            spread(r)
+        );
+    }
+}
+
 /// The workloads of the matrix: each runs ours against the floor (and the naive
 /// baselines for the first three).
 const WORKLOADS: [&str; 6] = [
@@ -890,6 +998,12 @@ fn matrix<C: BenchConn>(
                 });
             }
         }
+    }
+    if chosen
+        .as_ref()
+        .is_none_or(|c| c.iter().any(|w| w == "recorded"))
+    {
+        recorded_rows(engine, &mut c, quick, extra);
     }
     if chosen.is_some() {
         return;

@@ -101,3 +101,99 @@ fn hot_moves<C: TestConn>(_: ()) {
 fn eight_threads_hundred_moves_into_one_gap() {
     each_engine!(hot_moves);
 }
+
+/// Eight copies of one request under one key at once (a client that retried while its
+/// first attempt was still running): exactly one applies, the seven others return its
+/// recorded outcome, and the item moves up exactly one place per round. The control
+/// sends the same eight moves without a key: the item moves up more than once.
+static RETRIED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn keyed_duplicates<C: TestConn>(_: ()) {
+    let one = ordered_diesel::Id::Int(1);
+    let (mut c, t) = setup::<C>("conc_keyed", &GAPPED, RebalancePolicy::Window, &[one]);
+    for st in ordered_diesel::migrations::create_requests_table(C::DIALECT).up {
+        c.exec(&st);
+    }
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
+    c.exec(&format!(
+        "DELETE FROM {} WHERE {} = '{}'",
+        q("ordered_requests"),
+        q("table_name"),
+        t.items
+    ));
+    let items: Vec<Id> = (0..20)
+        .map(|i| add(&mut c, &t, one, Placement::Last, &format!("i{i}")))
+        .collect();
+    let item = items[19];
+    let at = |c: &mut C| ids(c, &t, one).iter().position(|&x| x == item).unwrap();
+    let round = |key: Option<String>| -> (usize, usize) {
+        let barrier = std::sync::Barrier::new(THREADS);
+        let results = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for _ in 0..THREADS {
+                s.spawn(|| {
+                    let mut conn = C::open(&t.db);
+                    let mut h = ord(&t);
+                    if let Some(k) = &key {
+                        h = h.request_key(k.clone());
+                    }
+                    barrier.wait();
+                    let r = h.move_up(&mut conn, item);
+                    results
+                        .lock()
+                        .unwrap()
+                        .push(r.map(|o| (o.replayed, o.attempts)));
+                });
+            }
+        });
+        let results = results.into_inner().unwrap();
+        let applied = results
+            .iter()
+            .filter(|r| matches!(r, Ok((false, _))))
+            .count();
+        let replayed = results
+            .iter()
+            .filter(|r| matches!(r, Ok((true, _))))
+            .count();
+        // attempts after the first: a copy that found no record, waited for the lock,
+        // and met the first one's record as a duplicate
+        let again: u32 = results.iter().flatten().map(|(_, a)| a - 1).sum();
+        RETRIED.fetch_add(again as usize, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            applied + replayed,
+            THREADS,
+            "{}: {:?}",
+            C::name(),
+            results.iter().filter(|r| r.is_err()).collect::<Vec<_>>()
+        );
+        (applied, replayed)
+    };
+    for r in 0..5 {
+        let before = at(&mut c);
+        let (applied, replayed) = round(Some(format!("dup-{r}")));
+        assert_eq!(
+            (applied, replayed),
+            (1, THREADS - 1),
+            "{} round {r}",
+            C::name()
+        );
+        assert_eq!(at(&mut c), before - 1, "{} round {r}", C::name());
+    }
+    eprintln!(
+        "{}: 5 rounds of {THREADS} copies under one key: each applied once, {} attempts retried after meeting the first copy's record",
+        C::name(),
+        RETRIED.swap(0, std::sync::atomic::Ordering::SeqCst)
+    );
+    // the control: the same eight moves without a key
+    let before = at(&mut c);
+    let (applied, _) = round(None);
+    assert_eq!(applied, THREADS, "{}", C::name());
+    assert_eq!(at(&mut c), before - THREADS, "{}: the control", C::name());
+    sound(&mut c, &t, one);
+    drop_tables(&mut c, &t);
+}
+
+#[test]
+fn eight_copies_of_one_keyed_request_apply_it_once() {
+    each_engine!(keyed_duplicates);
+}
