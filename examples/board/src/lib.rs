@@ -8,6 +8,12 @@
 //! from a stale page is refused (the version moved on): that page re-reads the board and
 //! says so.
 //!
+//! Every write carries a request key (the `Idempotency-Key` header, a new one per
+//! gesture): a page that got no answer in time sends the same write again with the same
+//! key, and the server answers with the outcome the library recorded for it (marked
+//! `replayed`, sent to no page a second time), or applies it if the first one never
+//! committed. Either way the drag is applied once.
+//!
 //! Why SeaORM: its one `DatabaseConnection` type serves SQLite, PostgreSQL and MySQL
 //! chosen at run time from `DATABASE_URL`, and it is async, so handlers await the library
 //! directly (with Diesel the same server needs a connection type per backend, or
@@ -23,7 +29,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use ordered_seaorm::migration::{create_ordered_table, create_parent_table};
+use ordered_seaorm::migration::{create_ordered_table, create_parent_table, create_requests_table};
 use ordered_seaorm::{
     Changes, Concurrency, Id, KeyType, OrderedEntity, Placement, ScopeColumn, Spec,
 };
@@ -162,6 +168,8 @@ pub async fn setup_with(db: DatabaseConnection, check: Check) -> Result<Arc<AppS
         create_parent_table(&manager, &CARDS, &[]).await?;
         create_ordered_table(&manager, &CARDS, &[("title", "VARCHAR(200) NOT NULL")]).await?;
     }
+    // the writes' request records (if missing)
+    create_requests_table(&manager).await?;
     let backend = db.get_database_backend();
     let found = db
         .query_one_raw(Statement::from_string(
@@ -447,8 +455,49 @@ pub struct Drag {
     version: i64,
 }
 
+/// How long the server keeps the writes' request records: a page repeats a write within
+/// seconds; a day leaves room for a client that was offline.
+pub const RECORDS_KEPT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Deletes the request records older than [`RECORDS_KEPT`] (a thousand per statement);
+/// `main` runs it every hour.
+pub async fn purge_records(s: &AppState) -> Result<u64, ApiError> {
+    Ok(card::Entity::ordered()
+        .purge_requests(&s.db, RECORDS_KEPT, 1000)
+        .await?)
+}
+
+/// The handle for a write of this board: only its cards (`within`), and the page's
+/// request key (the `Idempotency-Key` header, at most 64 visible characters), scoped to
+/// the board, so a repeat of the write returns what the first one did.
+fn writes(
+    s: &AppState,
+    headers: &axum::http::HeaderMap,
+) -> Result<ordered_seaorm::OrderedTable<Uuid, (Uuid, String)>, ApiError> {
+    let h = card::Entity::ordered().within(s.board);
+    let Some(key) = headers.get("idempotency-key") else {
+        return Ok(h);
+    };
+    match key.to_str() {
+        Ok(k) if (1..=64).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic()) => {
+            Ok(h.request_key(k.to_owned()).tenant(s.board))
+        }
+        _ => Err(ApiError::bad(
+            "an Idempotency-Key of 1 to 64 visible characters".to_owned(),
+        )),
+    }
+}
+
+/// The answer to a write the library replayed: what the first one answered (its
+/// changes were sent to every page then), marked so.
+fn replayed(mut ev: Value) -> Json<Value> {
+    ev["replayed"] = Value::Bool(true);
+    Json(ev)
+}
+
 async fn move_card(
     State(s): State<Arc<AppState>>,
+    headers: axum::http::HeaderMap,
     d: Result<Json<Drag>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Json(d) = d?;
@@ -458,16 +507,25 @@ async fn move_card(
     };
     // only this board's cards; a page that missed other drags may still drop into a
     // gap nobody touched
-    let moved = card::Entity::ordered()
-        .within(s.board)
+    let moved = writes(&s, &headers)?
         .concurrency(s.check.concurrency(d.version))
         .move_to_parent(&s.db, d.card, list(s.board, &d.column)?, at)
         .await?;
     // dropped where it was: nothing written, nothing to tell the other pages
     if moved.unchanged {
-        return Ok(Json(json!({ "unchanged": true, "version": moved.version })));
+        let ev = json!({ "unchanged": true, "version": moved.version });
+        return Ok(if moved.replayed {
+            replayed(ev)
+        } else {
+            Json(ev)
+        });
     }
-    Ok(publish(&s, event(s.board, &moved.changes, None)))
+    let ev = event(s.board, &moved.changes, None);
+    Ok(if moved.replayed {
+        replayed(ev)
+    } else {
+        publish(&s, ev)
+    })
 }
 
 /// A new card: its column, title, neighbours and the page's version.
@@ -482,6 +540,7 @@ pub struct NewCard {
 
 async fn add_card(
     State(s): State<Arc<AppState>>,
+    headers: axum::http::HeaderMap,
     n: Result<Json<NewCard>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Json(n) = n?;
@@ -500,26 +559,40 @@ async fn add_card(
         prev: n.prev.map(Id::from),
         next: n.next.map(Id::from),
     };
-    let made = card::Entity::ordered()
-        .within(s.board)
+    let made = match writes(&s, &headers)?
         .concurrency(s.check.concurrency(n.version))
         .insert_model(&s.db, list(s.board, &n.column)?, at, new_card(title))
-        .await?;
+        .await
+    {
+        Ok(made) => made,
+        // the same add again: the card the first one made (sent to every page then)
+        Err(e) => {
+            if let Some(ordered_seaorm::OrderingError::AlreadyApplied { id, .. }) = e.refusal() {
+                return Ok(replayed(
+                    json!({ "board": s.board, "card": id.to_string() }),
+                ));
+            }
+            return Err(e.into());
+        }
+    };
     let ev = event(s.board, &made.outcome.changes, Some((made.value.id, title)));
     Ok(publish(&s, ev))
 }
 
 async fn remove_card(
     State(s): State<Arc<AppState>>,
+    headers: axum::http::HeaderMap,
     id: Result<Path<Uuid>, PathRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Path(id) = id?;
     // a card of this board only; removing it needs no view of its neighbours
-    let removed = card::Entity::ordered()
-        .within(s.board)
-        .remove(&s.db, id)
-        .await?;
-    Ok(publish(&s, event(s.board, &removed.changes, None)))
+    let removed = writes(&s, &headers)?.remove(&s.db, id).await?;
+    let ev = event(s.board, &removed.changes, None);
+    Ok(if removed.replayed {
+        replayed(ev)
+    } else {
+        publish(&s, ev)
+    })
 }
 
 /// What an event stream carries.

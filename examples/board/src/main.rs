@@ -23,6 +23,17 @@ async fn main() -> Res<()> {
         "the board is at http://{}/ (on {url})",
         listener.local_addr()?
     );
+    // the writes' request records are kept a day
+    let purging = state.clone();
+    tokio::spawn(async move {
+        let mut hourly = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            hourly.tick().await;
+            if let Err(e) = board::purge_records(&purging).await {
+                tracing::warn!("purging the request records: {e:?}");
+            }
+        }
+    });
     let open = state.clone();
     axum::serve(listener, board::app(state))
         .with_graceful_shutdown(async move {

@@ -3,11 +3,13 @@
 //! answered with its changes, which every open event stream receives; the same drag
 //! again is `unchanged` (nothing written, nothing sent); a stale page's drop into a gap
 //! that changed is refused with 409 `stale_neighbours` and changes nothing; an unknown
-//! column is 422; adding below a card and removing one.
+//! column is 422; adding below a card and removing one. A write sent again with its
+//! request key (`Idempotency-Key`) gets the first one's answer, marked replayed, writes
+//! nothing and is sent to no page; the same key with another write is refused.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod support;
-use support::call;
+use support::{call, call_keyed};
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -334,6 +336,129 @@ async fn the_api_answers_with_changes_and_refuses_stale_pages() {
         && !url.is_empty()
     {
         scenario("mysql", &url).await;
+    }
+}
+
+/// A page's writes sent twice with their request key, as a page does when the answer of
+/// the first one did not come in time: the repeat is the first one's answer, marked
+/// replayed; the board moved once and no page was sent the change twice. The control:
+/// the same drag sent again without a key is a second write (refused as stale, here).
+async fn repeats(engine: &str, url: &str) {
+    let db = sea_orm::Database::connect(url).await.unwrap();
+    use sea_orm::ConnectionTrait;
+    for t in ["board_cards", "board_boards"] {
+        db.execute_unprepared(&format!("DROP TABLE IF EXISTS {t}"))
+            .await
+            .unwrap();
+    }
+    let state = board::setup_with(db.clone(), board::Check::Version)
+        .await
+        .unwrap();
+    let app = board::app(state.clone());
+    let (_, b) = call(&app, "GET", "/api/board", None).await;
+    let v = b["version"].as_i64().unwrap();
+    let todo = ids(&b, "todo");
+    let mut stream = app
+        .clone()
+        .oneshot(Request::get("/api/events").body(Body::empty()).unwrap())
+        .await
+        .unwrap()
+        .into_body();
+    let drag =
+        json!({ "card": todo[2], "column": "todo", "prev": null, "next": todo[0], "version": v });
+    let key = uuid::Uuid::new_v4().to_string();
+    let (status, first) =
+        call_keyed(&app, "POST", "/api/move", Some(drag.clone()), Some(&key)).await;
+    assert_eq!(status, StatusCode::OK, "{engine}: {first}");
+    assert_eq!(first["version"], v + 1, "{engine}");
+    let (status, again) =
+        call_keyed(&app, "POST", "/api/move", Some(drag.clone()), Some(&key)).await;
+    assert_eq!(status, StatusCode::OK, "{engine}: {again}");
+    assert_eq!(again["replayed"], true, "{engine}: {again}");
+    assert_eq!(again["rows"], first["rows"], "{engine}");
+    assert_eq!(again["version"], v + 1, "{engine}: written once");
+    // the key with another drag: refused, nothing written
+    let other =
+        json!({ "card": todo[1], "column": "done", "prev": null, "next": null, "version": v + 1 });
+    let (status, reused) = call_keyed(&app, "POST", "/api/move", Some(other), Some(&key)).await;
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{engine}: {reused}"
+    );
+    assert_eq!(reused["code"], "idempotency_key_reused", "{engine}");
+    // a key no header can carry
+    let (status, bad) = call_keyed(
+        &app,
+        "POST",
+        "/api/move",
+        Some(drag.clone()),
+        Some(&"k".repeat(65)),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{engine}: {bad}");
+    // an add and a removal repeated: the card the first add made; removed once
+    let doing = ids(&b, "doing");
+    let add = json!({ "column": "doing", "title": "Once", "prev": doing[0], "next": null, "version": v + 1 });
+    let add_key = uuid::Uuid::new_v4().to_string();
+    let (status, made) = call_keyed(
+        &app,
+        "POST",
+        "/api/cards",
+        Some(add.clone()),
+        Some(&add_key),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{engine}: {made}");
+    let (status, made_again) =
+        call_keyed(&app, "POST", "/api/cards", Some(add), Some(&add_key)).await;
+    assert_eq!(status, StatusCode::OK, "{engine}: {made_again}");
+    assert_eq!(made_again["replayed"], true, "{engine}");
+    assert_eq!(made_again["card"], made["rows"][0]["id"], "{engine}");
+    let gone = format!("/api/cards/{}", todo[0]);
+    let rm_key = uuid::Uuid::new_v4().to_string();
+    let (status, removed) = call_keyed(&app, "DELETE", &gone, None, Some(&rm_key)).await;
+    assert_eq!(status, StatusCode::OK, "{engine}: {removed}");
+    let (status, removed_again) = call_keyed(&app, "DELETE", &gone, None, Some(&rm_key)).await;
+    assert_eq!(status, StatusCode::OK, "{engine}: {removed_again}");
+    assert_eq!(removed_again["removed"], removed["removed"], "{engine}");
+    // the stream carried each write once: the drag, the add, the removal
+    for want in [v + 1, v + 2, v + 3] {
+        let (_, id, _) = next_event(&mut stream).await;
+        assert_eq!(id, Some(want.to_string()), "{engine}");
+    }
+    let (_, now) = call(&app, "GET", "/api/board", None).await;
+    assert_eq!(now["version"], v + 3, "{engine}: a repeat wrote");
+    assert_eq!(
+        ids(&now, "doing").len(),
+        2,
+        "{engine}: the add made two cards"
+    );
+    // the control: the drag again without its key is a write of its own (refused: the
+    // page's version is old)
+    let (status, blind) = call(&app, "POST", "/api/move", Some(drag)).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{engine}: {blind}");
+    assert_eq!(blind["code"], "version_conflict", "{engine}");
+    // the records the board keeps a day are not purged yet
+    assert_eq!(board::purge_records(&state).await.unwrap(), 0, "{engine}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_repeated_with_its_key_is_answered_once() {
+    let file = std::env::temp_dir().join("ordered-board-repeats.db");
+    let _ = std::fs::remove_file(&file);
+    repeats("sqlite", &format!("sqlite://{}?mode=rwc", file.display())).await;
+    match std::env::var("ORDERED_PG_URL") {
+        Ok(url) if !url.is_empty() => repeats("postgres", &url).await,
+        _ if std::env::var("ORDERED_REQUIRE_DBS").is_ok_and(|v| v == "1") => {
+            panic!("ORDERED_REQUIRE_DBS=1 but ORDERED_PG_URL is not set")
+        }
+        _ => eprintln!("skipped PostgreSQL: ORDERED_PG_URL is not set"),
+    }
+    if let Ok(url) = std::env::var("ORDERED_MYSQL_URL")
+        && !url.is_empty()
+    {
+        repeats("mysql", &url).await;
     }
 }
 

@@ -105,7 +105,7 @@ struct Script {
 
 /// The steps of the scenario both browsers run (`scenario` and `interrupt` in
 /// common.mjs).
-const SHARED_STEPS: usize = 15;
+const SHARED_STEPS: usize = 16;
 
 /// Chromium through playwright-core: the scenario, a phone profile, a touch drag.
 const CHROMIUM: Script = Script {
@@ -129,7 +129,16 @@ struct Hold {
     /// released because they all arrived.
     state: Mutex<(usize, usize, bool)>,
     go: tokio::sync::Notify,
+    /// How many of the next `POST /api/move` to answer late ([`LATE`], past the page's
+    /// timeout) after the handler ran: their answers are lost to the page.
+    lose: Mutex<usize>,
+    /// Every `POST /api/move` since the last `lose`: its request key and whether the
+    /// answer was a replay.
+    sent: Mutex<Vec<(String, bool)>>,
 }
+
+/// How late a lost answer comes: well past the page's write timeout in the step.
+const LATE: Duration = Duration::from_millis(1500);
 
 async fn hold(State(h): State<Arc<Hold>>, req: Request, next: Next) -> Response {
     if req.uri().path() == "/api/move" {
@@ -161,7 +170,33 @@ async fn hold(State(h): State<Arc<Hold>>, req: Request, next: Next) -> Response 
             h.go.notify_waiters();
         }
     }
-    next.run(req).await
+    if req.uri().path() != "/api/move" {
+        return next.run(req).await;
+    }
+    let key = req
+        .headers()
+        .get("idempotency-key")
+        .and_then(|k| k.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let late = {
+        let mut lose = h.lose.lock().unwrap();
+        let late = *lose > 0;
+        *lose = lose.saturating_sub(1);
+        late
+    };
+    let res = next.run(req).await;
+    let (parts, body) = res.into_parts();
+    let bytes = axum::body::to_bytes(body, 1 << 20)
+        .await
+        .unwrap_or_default();
+    let replayed = serde_json::from_slice::<Value>(&bytes)
+        .is_ok_and(|v| v["replayed"].as_bool() == Some(true));
+    h.sent.lock().unwrap().push((key, replayed));
+    if late {
+        tokio::time::sleep(LATE).await;
+    }
+    Response::from_parts(parts, axum::body::Body::from(bytes))
 }
 
 /// What the board answers `app`'s request with, which must succeed.
@@ -198,6 +233,26 @@ fn answer(
     if let Some(n) = what["hold"].as_u64() {
         *held.state.lock().unwrap() = (n as usize, 0, false);
         return Ok(json!({}));
+    }
+    if let Some(n) = what["lose"].as_u64() {
+        *held.lose.lock().unwrap() = n as usize;
+        held.sent.lock().unwrap().clear();
+        return Ok(json!({}));
+    }
+    if what["lost"].as_bool() == Some(true) {
+        // the lost answer's drag and the page's repeat of it: wait for both
+        let t0 = Instant::now();
+        while held.sent.lock().unwrap().len() < 2 && t0.elapsed() < Duration::from_secs(6) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let sent = held.sent.lock().unwrap().clone();
+        let keys: std::collections::BTreeSet<&String> = sent.iter().map(|(k, _)| k).collect();
+        return Ok(json!({
+            "sent": sent.len(),
+            "keys": keys.len(),
+            "keyed": sent.iter().all(|(k, _)| !k.is_empty()),
+            "replayed": sent.iter().filter(|(_, r)| *r).count(),
+        }));
     }
     if what["held"].as_bool() == Some(true) {
         // the page's writes were sent (both drags were made); wait for the release

@@ -174,6 +174,30 @@ export async function scenario(d, base) {
   }
   await step("both drag into different gaps at once", { a, b }, { refused: refused.length });
 
+  // a drag whose answer is lost: the server applies it and answers after the page gave
+  // up waiting; the page sends the same drag again with the same request key and gets
+  // what the first one did (a replay): the card moved once, the board's version once
+  for (const p of [a, b]) await hideNotice(p);
+  shown = await columns(a);
+  before = await settled(d, a);
+  const [lx] = ["todo", "doing", "done"].filter((c) => shown[c].length >= 2);
+  await a.evaluate(() => { writeTimeout = 400; });
+  await ask({ lose: 1 });
+  t0 = Date.now();
+  await drag(a, shown[lx].at(-1), { before: shown[lx][0] });
+  const lost = await ask({ lost: true });
+  await settled(d, a, before + 1);
+  await settled(d, b, before + 1);
+  const resent = await a.evaluate(() => Number(document.body.dataset.resent ?? 0));
+  await a.evaluate(() => { writeTimeout = 10_000; });
+  const afterLost = await columns(b);
+  refused = await refusedIn({ a, b });
+  if (lost.sent !== 2 || lost.keys !== 1 || !lost.keyed || lost.replayed !== 1 || resent !== 1 ||
+      refused.length || afterLost[lx][0] !== shown[lx].at(-1) || (await version(a)) !== before + 1) {
+    throw new Error(`a drag whose answer was lost: ${JSON.stringify({ lost, resent, refused, version: await version(a), before })}`);
+  }
+  await step("a drag whose answer was lost is sent again and applied once", { a, b }, { ms: Date.now() - t0, resent });
+
   // A presses a card and holds it while B's drag in another column arrives: the press
   // is not cancelled (the page re-renders after it), and A's drag lands where it let go
   shown = await columns(a);

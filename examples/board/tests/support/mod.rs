@@ -16,10 +16,25 @@ pub(crate) async fn call(
     uri: &str,
     body: Option<Value>,
 ) -> (StatusCode, Value) {
-    let req = Request::builder()
+    call_keyed(app, method, uri, body, None).await
+}
+
+/// [`call`] with the page's request key (`Idempotency-Key`), when given.
+pub(crate) async fn call_keyed(
+    app: &axum::Router,
+    method: &str,
+    uri: &str,
+    body: Option<Value>,
+    key: Option<&str>,
+) -> (StatusCode, Value) {
+    let mut req = Request::builder()
         .method(method)
         .uri(uri)
-        .header("content-type", "application/json")
+        .header("content-type", "application/json");
+    if let Some(k) = key {
+        req = req.header("idempotency-key", k);
+    }
+    let req = req
         .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
         .unwrap();
     let res = app.clone().oneshot(req).await.unwrap();
