@@ -95,6 +95,57 @@ fn records_ddl(d: Dialect, s: &Spec) -> Vec<String> {
     out
 }
 
+/// A step and the handle it runs through: under a request key (and tenant) for a
+/// [`Step::Keyed`], the inner step. A macro: each front has its own handle type.
+macro_rules! keyed {
+    ($o:expr, $whole:expr) => {
+        match $whole {
+            Step::Keyed(k, t, inner) => {
+                let h = $o.clone().request_key((*k).to_owned());
+                (
+                    match t {
+                        Some(t) => h.tenant(*t),
+                        None => h,
+                    },
+                    &**inner,
+                )
+            }
+            other => ($o.clone(), other),
+        }
+    };
+}
+
+/// Where a step ran: the front's tag, the script, the step's index.
+struct Check<'a> {
+    tag: &'a str,
+    name: &'a str,
+    i: usize,
+}
+
+impl Check<'_> {
+    /// A step (as the script wrote it, and without its key) against the rows before and
+    /// after it: [`keyed_check`], then [`check_any`] unless it was a replay (which wrote
+    /// nothing, and whose changes are the first call's).
+    fn step(
+        &self,
+        keys: &mut Keys,
+        (whole, step): (&Step, &Step),
+        (before, after): (Option<Vec<Row>>, Option<Vec<Row>>),
+        r: &Outcome,
+        replayed: bool,
+    ) {
+        let Check { tag, name, i } = *self;
+        if std::env::var("ORDERED_DEBUG").is_ok() {
+            eprintln!("{tag} {name} {i} {r:?}");
+        }
+        let at = format!("{tag} {name} step {i}");
+        keyed_check(keys, &at, whole, (&before, &after), r, replayed);
+        if !replayed {
+            check_any(tag, name, i, step, before, after, r);
+        }
+    }
+}
+
 /// The outcome of `purge_requests`: how many records it deleted, as the position.
 fn purged(n: u64) -> (Option<Position>, Changes) {
     (Some(Position::Int(n as i64)), Changes::default())
@@ -891,19 +942,7 @@ where
     };
     for (i, whole) in steps.iter().enumerate() {
         // a step under a request key: the same step through a handle with the key
-        let (o, step) = match whole {
-            Keyed(k, t, inner) => {
-                let h = o.clone().request_key((*k).to_owned());
-                (
-                    match t {
-                        Some(t) => h.tenant(*t),
-                        None => h,
-                    },
-                    &**inner,
-                )
-            }
-            other => (o.clone(), other),
-        };
+        let (o, step) = keyed!(o, whole);
         let replayed = std::cell::Cell::new(false);
         let before = try_all_rows(&mut conn, &s, schema);
         let pos = |x: ordered_core::Outcome| {
@@ -1087,21 +1126,14 @@ where
         }
         // archiving is the app's own write: the row leaves the shown list
         let after = try_all_rows(&mut conn, &s, schema);
-        if std::env::var("ORDERED_DEBUG").is_ok() {
-            eprintln!("{tag} {name} {i} {r:?}");
-        }
-        keyed_check(
+        let at = Check { tag, name, i };
+        at.step(
             &mut keys,
-            &format!("{tag} {name} step {i}"),
-            whole,
-            (&before, &after),
+            (whole, step),
+            (before, after),
             &r,
             replayed.get(),
         );
-        // a replay wrote nothing (keyed_check), and its changes are the first call's
-        if !replayed.get() {
-            check_any(tag, name, i, step, before, after, &r);
-        }
         out.push(r);
     }
     let mut reader = reader.unwrap_or(conn);
@@ -1204,19 +1236,7 @@ where
     }
     for (i, whole) in steps.iter().enumerate() {
         // a step under a request key: the same step through a handle with the key
-        let (o, step) = match whole {
-            Keyed(k, t, inner) => {
-                let h = o.clone().request_key((*k).to_owned());
-                (
-                    match t {
-                        Some(t) => h.tenant(*t),
-                        None => h,
-                    },
-                    &**inner,
-                )
-            }
-            other => (o.clone(), other),
-        };
+        let (o, step) = keyed!(o, whole);
         let replayed = std::cell::Cell::new(false);
         let before = try_all_rows_async(&mut conn, &s, schema).await;
         let pos = |x: ordered_core::Outcome| {
@@ -1390,21 +1410,14 @@ where
             }
         };
         let after = try_all_rows_async(&mut conn, &s, schema).await;
-        if std::env::var("ORDERED_DEBUG").is_ok() {
-            eprintln!("{tag} {name} {i} {r:?}");
-        }
-        keyed_check(
+        let at = Check { tag, name, i };
+        at.step(
             &mut keys,
-            &format!("{tag} {name} step {i}"),
-            whole,
-            (&before, &after),
+            (whole, step),
+            (before, after),
             &r,
             replayed.get(),
         );
-        // a replay wrote nothing (keyed_check), and its changes are the first call's
-        if !replayed.get() {
-            check_any(tag, name, i, step, before, after, &r);
-        }
         out.push(r);
     }
     let mut reader = reader.unwrap_or(conn);
@@ -1507,19 +1520,7 @@ async fn run_seaorm(
     }
     for (i, whole) in steps.iter().enumerate() {
         // a step under a request key: the same step through a handle with the key
-        let (o, step) = match whole {
-            Keyed(k, t, inner) => {
-                let h = o.clone().request_key((*k).to_owned());
-                (
-                    match t {
-                        Some(t) => h.tenant(*t),
-                        None => h,
-                    },
-                    &**inner,
-                )
-            }
-            other => (o.clone(), other),
-        };
+        let (o, step) = keyed!(o, whole);
         let replayed = std::cell::Cell::new(false);
         let before = try_all_rows_seaorm(&db, &s, schema).await;
         let pos = |x: ordered_core::Outcome| {
@@ -1687,21 +1688,14 @@ async fn run_seaorm(
         };
         // archiving is the app's own write: the row leaves the shown list
         let after = try_all_rows_seaorm(&db, &s, schema).await;
-        if std::env::var("ORDERED_DEBUG").is_ok() {
-            eprintln!("{tag} {name} {i} {r:?}");
-        }
-        keyed_check(
+        let at = Check { tag, name, i };
+        at.step(
             &mut keys,
-            &format!("{tag} {name} step {i}"),
-            whole,
-            (&before, &after),
+            (whole, step),
+            (before, after),
             &r,
             replayed.get(),
         );
-        // a replay wrote nothing (keyed_check), and its changes are the first call's
-        if !replayed.get() {
-            check_any(tag, name, i, step, before, after, &r);
-        }
         out.push(r);
     }
     let reader = match read_url {

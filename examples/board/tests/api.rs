@@ -19,6 +19,28 @@ use sea_orm::EntityTrait;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
+/// Runs `$f(engine, url)` on SQLite (a fresh file `$file` in the temp dir), PostgreSQL
+/// (required with `ORDERED_REQUIRE_DBS=1`) and MySQL/MariaDB when its URL is set.
+macro_rules! on_every_engine {
+    ($f:ident, $file:expr) => {{
+        let file = std::env::temp_dir().join($file);
+        let _ = std::fs::remove_file(&file);
+        $f("sqlite", &format!("sqlite://{}?mode=rwc", file.display())).await;
+        match std::env::var("ORDERED_PG_URL") {
+            Ok(url) if !url.is_empty() => $f("postgres", &url).await,
+            _ if std::env::var("ORDERED_REQUIRE_DBS").is_ok_and(|v| v == "1") => {
+                panic!("ORDERED_REQUIRE_DBS=1 but ORDERED_PG_URL is not set")
+            }
+            _ => eprintln!("skipped PostgreSQL: ORDERED_PG_URL is not set"),
+        }
+        if let Ok(url) = std::env::var("ORDERED_MYSQL_URL")
+            && !url.is_empty()
+        {
+            $f("mysql", &url).await;
+        }
+    }};
+}
+
 fn ids(board: &Value, column: &str) -> Vec<String> {
     board["columns"][column]
         .as_array()
@@ -322,21 +344,7 @@ async fn scenario(engine: &str, url: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_answers_with_changes_and_refuses_stale_pages() {
-    let file = std::env::temp_dir().join("ordered-board-api.db");
-    let _ = std::fs::remove_file(&file);
-    scenario("sqlite", &format!("sqlite://{}?mode=rwc", file.display())).await;
-    match std::env::var("ORDERED_PG_URL") {
-        Ok(url) if !url.is_empty() => scenario("postgres", &url).await,
-        _ if std::env::var("ORDERED_REQUIRE_DBS").is_ok_and(|v| v == "1") => {
-            panic!("ORDERED_REQUIRE_DBS=1 but ORDERED_PG_URL is not set")
-        }
-        _ => eprintln!("skipped PostgreSQL: ORDERED_PG_URL is not set"),
-    }
-    if let Ok(url) = std::env::var("ORDERED_MYSQL_URL")
-        && !url.is_empty()
-    {
-        scenario("mysql", &url).await;
-    }
+    on_every_engine!(scenario, "ordered-board-api.db");
 }
 
 /// A page's writes sent twice with their request key, as a page does when the answer of
@@ -445,21 +453,7 @@ async fn repeats(engine: &str, url: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_repeated_with_its_key_is_answered_once() {
-    let file = std::env::temp_dir().join("ordered-board-repeats.db");
-    let _ = std::fs::remove_file(&file);
-    repeats("sqlite", &format!("sqlite://{}?mode=rwc", file.display())).await;
-    match std::env::var("ORDERED_PG_URL") {
-        Ok(url) if !url.is_empty() => repeats("postgres", &url).await,
-        _ if std::env::var("ORDERED_REQUIRE_DBS").is_ok_and(|v| v == "1") => {
-            panic!("ORDERED_REQUIRE_DBS=1 but ORDERED_PG_URL is not set")
-        }
-        _ => eprintln!("skipped PostgreSQL: ORDERED_PG_URL is not set"),
-    }
-    if let Ok(url) = std::env::var("ORDERED_MYSQL_URL")
-        && !url.is_empty()
-    {
-        repeats("mysql", &url).await;
-    }
+    on_every_engine!(repeats, "ordered-board-repeats.db");
 }
 
 /// Ctrl-C with a page open: the graceful shutdown waits for every open response, and an

@@ -3,7 +3,7 @@
 //! does not use.
 //!
 //! An adapter writes four things, and decides nothing:
-//! 1. executing a [`Statement`] and decoding its rows into a [`Reply`] (six row shapes,
+//! 1. executing a [`Statement`] and decoding its rows into a [`Reply`] (seven row shapes,
 //!    [`Returns`], as [`Wire`] says);
 //! 2. opening, committing and rolling back a transaction or savepoint when asked;
 //! 3. running the caller's insert and hook;
