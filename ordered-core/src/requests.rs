@@ -12,7 +12,7 @@
 //! by [`crate::migration::create_requests_table`]) in the operation's own transaction,
 //! so the record commits exactly when the write does. A repeat with the same key:
 //!
-//! - finds the record and returns the recorded [`Outcome`](crate::Outcome), marked
+//! - finds the record and returns the recorded [`Outcome`], marked
 //!   [`replayed`](crate::Outcome::replayed), and writes nothing (an insert returns
 //!   [`AlreadyApplied`](crate::Error::AlreadyApplied) with the row's id, as an idempotent
 //!   insert does: the caller's row closure is not run again);
