@@ -8,6 +8,7 @@
 #   .ci/galera.sh start    # idempotent: starts what is not running; bootstraps node 1 if none is
 #   .ci/galera.sh status   # pid, cluster size, state per node
 #   .ci/galera.sh stop     # ends only the mariadbd processes named by this cluster's pid files
+#   .ci/galera.sh kill N   # SIGKILL node N, a crash (the failover test); `start` brings it back
 #   .ci/galera.sh reset    # stop, then delete $GALERA_DIR (the next start is from nothing)
 #   .ci/galera.sh urls     # the three nodes' URLs, comma-separated (ORDERED_GALERA_URLS)
 #
@@ -224,6 +225,18 @@ cmd_stop() {
     done
 }
 
+cmd_kill() { # cmd_kill NODE: the node crashes (no shutdown); the others keep the quorum
+    local pid
+    if pid=$(node_pid "$1"); then
+        kill -KILL "$pid"
+        while [[ -e /proc/$pid ]]; do sleep 0.05; done
+        echo "galera.sh: node$1 killed (pid $pid)"
+    else
+        echo "galera.sh: node$1 not running" >&2
+        return 1
+    fi
+}
+
 cmd_status() {
     local i pid rc=0
     printf '%-6s %-8s %-6s %-12s %-6s %-10s %s\n' node pid port state size ready rss_MiB
@@ -255,13 +268,17 @@ start) cmd_start ;;
 urls) cmd_urls ;;
 stop) cmd_stop ;;
 status) cmd_status ;;
+kill)
+    [[ ${2:-} =~ ^[123]$ ]] || { echo "usage: $0 kill 1|2|3" >&2; exit 2; }
+    cmd_kill "$2"
+    ;;
 reset)
     cmd_stop
     rm -rf "$GALERA_DIR"
     echo "galera.sh: removed $GALERA_DIR"
     ;;
 *)
-    echo "usage: $0 start|stop|status|reset|urls   (GALERA_DIR=${GALERA_DIR})" >&2
+    echo "usage: $0 start|stop|status|reset|urls|kill N   (GALERA_DIR=${GALERA_DIR})" >&2
     exit 2
     ;;
 esac

@@ -14,15 +14,58 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use crate::common::*;
-use diesel::{Connection, MysqlConnection};
+use diesel::{Connection, MysqlConnection, RunQueryDsl};
 use ordered_core::adapter::sql::Returns;
 use ordered_diesel::__private::{Request, Statement};
 use ordered_diesel::{
     Dialect, Error, OrderedConnection, OrderingError, Placement, RebalancePolicy, Spec,
 };
 
+/// The cluster, shared by the tests of this file, except the failover test, which kills
+/// a node and has it alone.
+static CLUSTER: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// The cluster's node URLs, held for one test.
+struct Nodes {
+    urls: Vec<String>,
+    _shared: Option<std::sync::RwLockReadGuard<'static, ()>>,
+    _alone: Option<std::sync::RwLockWriteGuard<'static, ()>>,
+}
+
+impl std::ops::Deref for Nodes {
+    type Target = [String];
+    fn deref(&self) -> &[String] {
+        &self.urls
+    }
+}
+
 /// The cluster's nodes, or `None` (skipped) when `ORDERED_GALERA_URLS` is not set.
-fn nodes() -> Option<Vec<String>> {
+fn nodes() -> Option<Nodes> {
+    let urls = urls()?;
+    let shared = CLUSTER
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    Some(Nodes {
+        urls,
+        _shared: Some(shared),
+        _alone: None,
+    })
+}
+
+/// [`nodes`], with no other test of this file running.
+fn nodes_alone() -> Option<Nodes> {
+    let urls = urls()?;
+    let alone = CLUSTER
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    Some(Nodes {
+        urls,
+        _shared: None,
+        _alone: Some(alone),
+    })
+}
+
+fn urls() -> Option<Vec<String>> {
     match std::env::var("ORDERED_GALERA_URLS") {
         Ok(v) if !v.is_empty() => {
             let urls: Vec<String> = v.split(',').map(str::to_owned).collect();
@@ -285,6 +328,258 @@ fn a_commit_cut_on_a_node_is_resolved_by_repeating_with_the_request_key() {
     drop_tables(&mut c, &t);
 }
 
+/// Brings a killed node back (`.ci/galera.sh start` starts what is not running and waits
+/// until it is synced), also when the test fails.
+struct Revive(u8);
+
+impl Drop for Revive {
+    fn drop(&mut self) {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/galera.sh");
+        let out = std::process::Command::new(&script).arg("start").output();
+        match out {
+            Ok(o) if o.status.success() => eprintln!("galera: node{} is back", self.0),
+            Ok(o) => eprintln!(
+                "galera: node{} did not come back: {}",
+                self.0,
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            Err(e) => eprintln!("galera: {}: {e}", script.display()),
+        }
+    }
+}
+
+/// What one write of the failover test ended as.
+#[derive(Debug, Clone)]
+struct Acked {
+    list: i64,
+    /// An insert (its title is its key), or a move.
+    insert: bool,
+    /// The outcome (None: an insert's repeat answered `already_applied`).
+    outcome: Option<ordered_diesel::Outcome<i64, i64>>,
+    /// The failure of the try the node's death interrupted, if any.
+    interrupted: Option<String>,
+}
+
+/// The writer node dies under load. Four writers, each on a list of its own, send keyed
+/// inserts and moves through node 3; half way through node 3 is killed (SIGKILL, a
+/// crash). A write in flight ends as `ConnectionLost`, `CommitUnknown` or another
+/// failure of the connection; the writer connects to node 1 and repeats it with its key,
+/// which answers with the recorded outcome (replayed) or applies it, and goes on there.
+/// Then: every write was acknowledged exactly once (each insert's row is there once;
+/// each list's version went up once per write that changed it, and no two writes claim
+/// one version), and `verify` finds every list sound. Node 3 is started again after.
+#[test]
+fn the_writer_node_dies_and_the_writes_move_to_another_node() {
+    use std::sync::atomic::{AtomicUsize, Ordering as Atomic};
+    const WRITERS: i64 = 4;
+    const OPS: usize = 60;
+    let Some(urls) = nodes_alone() else { return };
+    if urls.len() < 3 {
+        eprintln!("skipped: the failover test needs three nodes");
+        return;
+    }
+    let (writer, survivor) = (urls[2].clone(), urls[0].clone());
+    let mut c = node(&survivor);
+    let t = fresh(
+        &mut c,
+        "gal_failover",
+        &GAPPED,
+        &(1..=WRITERS).collect::<Vec<_>>(),
+    );
+    for st in ordered_diesel::migrations::create_requests_table(Dialect::Mysql).up {
+        diesel::connection::SimpleConnection::batch_execute(&mut c, &st).unwrap();
+    }
+    diesel::connection::SimpleConnection::batch_execute(
+        &mut c,
+        &format!(
+            "DELETE FROM ordered_requests WHERE table_name = '{}'",
+            t.spec.table
+        ),
+    )
+    .unwrap();
+    for p in 1..=WRITERS {
+        for i in 0..3 {
+            insert(&mut c, &t, p, Placement::Last, &format!("seed-{p}-{i}")).unwrap();
+        }
+    }
+    let start: BTreeMap<i64, i64> = (1..=WRITERS)
+        .map(|p| {
+            (
+                p,
+                ord(&t).list_versioned(&mut c, p).unwrap().version.unwrap(),
+            )
+        })
+        .collect();
+    let acked = AtomicUsize::new(0);
+    let revive = Revive(3);
+    let results: Vec<Vec<(String, Acked)>> = std::thread::scope(|s| {
+        let writers: Vec<_> = (1..=WRITERS)
+            .map(|p| {
+                let (t, writer, survivor, acked) = (&t, &writer, &survivor, &acked);
+                s.spawn(move || {
+                    let mut conn = node(writer);
+                    let mut on_writer = true;
+                    let mut mine: Vec<Id> = ord(t)
+                        .list(&mut conn, p)
+                        .unwrap()
+                        .into_iter()
+                        .map(|r| r.id)
+                        .collect();
+                    let mut out = Vec::new();
+                    for i in 0..OPS {
+                        let key = format!("fo-{p}-{i}");
+                        let is_insert = i % 2 == 0;
+                        let item = mine[(i * 7 + p as usize) % mine.len()];
+                        let mut interrupted = None;
+                        let mut tries = 0;
+                        let done = loop {
+                            tries += 1;
+                            let h = ord(t).request_key(key.clone());
+                            let r = if is_insert {
+                                h.insert_last(&mut conn, p, |c: &mut MysqlConnection, slot| {
+                                    c.insert_item(t, &key, &slot)
+                                })
+                                .map(|ins| (Some(ins.value), Some(ins.outcome)))
+                            } else {
+                                h.move_up(&mut conn, item).map(|o| (None, Some(o)))
+                            };
+                            match r {
+                                Ok(x) => break x,
+                                Err(e) => {
+                                    if let Some(OrderingError::AlreadyApplied { id, .. }) =
+                                        e.refusal()
+                                    {
+                                        break (Some(*id), None);
+                                    }
+                                    assert!(
+                                        e.refusal().is_none(),
+                                        "writer {p} op {i}: refused {e}"
+                                    );
+                                    assert!(tries < 50, "writer {p} op {i}: {e}");
+                                    interrupted.get_or_insert_with(|| format!("{}: {e}", e.code()));
+                                    // the node is gone: the survivor, with the same key
+                                    std::thread::sleep(std::time::Duration::from_millis(100));
+                                    if on_writer {
+                                        if let Ok(n) = MysqlConnection::establish(survivor) {
+                                            conn = n;
+                                            on_writer = false;
+                                        }
+                                    }
+                                }
+                            }
+                        };
+                        let (new, outcome) = done;
+                        if let Some(id) = new.filter(|_| is_insert) {
+                            let id = Id::from(id);
+                            if !mine.contains(&id) {
+                                mine.push(id);
+                            }
+                        }
+                        acked.fetch_add(1, Atomic::SeqCst);
+                        out.push((
+                            key,
+                            Acked {
+                                list: p,
+                                insert: is_insert,
+                                outcome: outcome.map(|o| o.typed().unwrap()),
+                                interrupted,
+                            },
+                        ));
+                    }
+                    out
+                })
+            })
+            .collect();
+        // half way: the writer node crashes
+        while acked.load(Atomic::SeqCst) < (WRITERS as usize * OPS) / 2 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/galera.sh");
+        let killed = std::process::Command::new(script)
+            .args(["kill", "3"])
+            .output()
+            .unwrap();
+        assert!(
+            killed.status.success(),
+            "{}",
+            String::from_utf8_lossy(&killed.stderr)
+        );
+        writers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    // the oracle, on the survivor
+    let mut interrupted: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut replayed, mut applied_by_repeat) = (0, 0);
+    for p in 1..=WRITERS {
+        let mine: Vec<&Acked> = results
+            .iter()
+            .flatten()
+            .map(|(_, a)| a)
+            .filter(|a| a.list == p)
+            .collect();
+        let mut claimed = BTreeSet::new();
+        let mut writes = 0;
+        for a in &mine {
+            if let Some(why) = &a.interrupted {
+                let kind = why.split(':').next().unwrap_or("").to_owned();
+                *interrupted.entry(kind).or_default() += 1;
+                match &a.outcome {
+                    Some(o) if o.replayed => replayed += 1,
+                    None => replayed += 1,
+                    Some(_) => applied_by_repeat += 1,
+                }
+            }
+            match &a.outcome {
+                Some(o) if o.unchanged => {}
+                Some(o) => {
+                    writes += 1;
+                    assert!(
+                        claimed.insert(o.version.unwrap()),
+                        "list {p}: two writes claim version {:?}",
+                        o.version
+                    );
+                }
+                // an insert answered already_applied: applied once, by an earlier try
+                None => writes += 1,
+            }
+        }
+        let now = ord(&t).list_versioned(&mut c, p).unwrap();
+        assert_eq!(
+            now.version.unwrap() - start[&p],
+            writes,
+            "list {p}: the version went up once per acknowledged write"
+        );
+        sound(&mut c, &t, Id::Int(p));
+    }
+    for (key, a) in results.iter().flatten() {
+        if a.insert {
+            let n: i64 = diesel::sql_query(format!(
+                "SELECT COUNT(*) AS n FROM {} WHERE title = '{key}'",
+                t.spec.table
+            ))
+            .get_result::<Count>(&mut c)
+            .unwrap()
+            .n;
+            assert_eq!(n, 1, "insert {key}: {n} rows");
+        }
+    }
+    assert!(
+        !interrupted.is_empty(),
+        "no write was in flight when the node died"
+    );
+    eprintln!(
+        "galera failover: {} writes through node 3, killed half way; in flight: {interrupted:?}; their repeats with the key on node 1: {replayed} replayed, {applied_by_repeat} applied; every write acknowledged once",
+        WRITERS as usize * OPS
+    );
+    drop_tables(&mut c, &t);
+    drop(revive);
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
 /// The test-only last statement of every write: the parent's version as this
 /// transaction sees it, and whether it still runs inside a transaction.
 fn log_version(_: Dialect, _: &Spec, _: &Request) -> Statement {
@@ -399,7 +694,7 @@ fn several_writer_nodes_never_report_a_dropped_transaction_as_a_success() {
 
     // every node has applied everything before the checks
     let mut views = Vec::new();
-    for u in &urls {
+    for u in urls.iter() {
         let mut n = node(u);
         views.push((
             ord(&t).list(&mut n, 1).unwrap(),
