@@ -459,18 +459,16 @@ fn the_writer_node_dies_and_the_writes_move_to_another_node() {
                                     interrupted.get_or_insert_with(|| format!("{}: {e}", e.code()));
                                     // the node is gone: the survivor, with the same key
                                     std::thread::sleep(std::time::Duration::from_millis(100));
-                                    if on_writer {
-                                        if let Ok(n) = MysqlConnection::establish(survivor) {
-                                            conn = n;
-                                            on_writer = false;
-                                        }
+                                    if on_writer && let Ok(n) = MysqlConnection::establish(survivor)
+                                    {
+                                        conn = n;
+                                        on_writer = false;
                                     }
                                 }
                             }
                         };
                         let (new, outcome) = done;
                         if let Some(id) = new.filter(|_| is_insert) {
-                            let id = Id::from(id);
                             if !mine.contains(&id) {
                                 mine.push(id);
                             }
