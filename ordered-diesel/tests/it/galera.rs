@@ -468,10 +468,10 @@ fn the_writer_node_dies_and_the_writes_move_to_another_node() {
                             }
                         };
                         let (new, outcome) = done;
-                        if let Some(id) = new.filter(|_| is_insert) {
-                            if !mine.contains(&id) {
-                                mine.push(id);
-                            }
+                        if let Some(id) = new.filter(|_| is_insert)
+                            && !mine.contains(&id)
+                        {
+                            mine.push(id);
                         }
                         acked.fetch_add(1, Atomic::SeqCst);
                         out.push((
