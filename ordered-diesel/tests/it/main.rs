@@ -16,6 +16,7 @@ mod composite;
 mod concurrency;
 mod engines;
 mod faults;
+mod fuzz;
 mod galera;
 mod keys;
 mod links;
