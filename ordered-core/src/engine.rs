@@ -1203,13 +1203,15 @@ impl Operation {
                                 keys.sort_unstable();
                             }
                             let mut ps = keys;
-                            // a tree's move to another parent (or a removal that lifts or
-                            // checks the children): the root list's lock first
-                            // (every such move takes it first, so none waits for it while
-                            // holding another list), so parent changes are serialized and
-                            // the cycle check under it sees all of them
+                            // a tree's move to another parent, or any removal: the root
+                            // list's lock first (every such write takes it first, so none
+                            // waits for it while holding another list), so parent changes
+                            // are serialized, the cycle check under it sees all of them,
+                            // and a removal's read of the subtree (which it deletes, with
+                            // its lists' lock rows) cannot miss a row moved in or out of
+                            // it meanwhile
                             if self.spec.is_tree()
-                                && ps.len() > 1
+                                && (ps.len() > 1 || matches!(self.req, Request::Remove { .. }))
                                 && matches!(
                                     self.req,
                                     Request::MoveToParent { .. } | Request::Remove { .. }

@@ -783,3 +783,39 @@ fn moves_between_boards_lock_the_boards_in_key_order_whatever_the_statuses() {
         assert_eq!(locked, [Id::Int(1), Id::Int(2)], "{from} to {to}");
     }
 }
+
+/// A tree's removal that cascades locks the root list first too (not bumped), as a move
+/// to another parent does: the subtree it reads under its locks, and deletes with its
+/// lists' lock rows, cannot then lose or gain a row that another writer moves in or out
+/// meanwhile (the shape suite saw a lock row deleted under a row moved out of the
+/// subtree, and its list's versions start again at 1).
+#[test]
+fn a_tree_removal_locks_the_root_first() {
+    use ordered_core::{Position, Row};
+    let spec = Spec::tree("folders", "parent_id");
+    let mut op = Operation::new(
+        spec,
+        Dialect::Postgres,
+        Request::Remove { item: Id::Int(1) },
+    );
+    let Ok(Action::Execute(read)) = op.next(Reply::None) else {
+        panic!("expected the unlocked read of the item")
+    };
+    assert!(read.sql.contains("WHERE \"id\" = "), "{}", read.sql);
+    let mut next = op.next(Reply::Rows(vec![Row {
+        id: Id::Int(1),
+        parent: Id::Int(5),
+        position: Position::Int(1024),
+    }]));
+    let mut locks = Vec::new();
+    while let Ok(Action::Execute(s)) = &next {
+        if !s.sql.contains("ordered_locks") {
+            break;
+        }
+        locks.push(s.clone());
+        next = op.next(Reply::Count(4));
+    }
+    assert_eq!(op.locked(), [Id::ROOT, Id::Int(5)], "{locks:?}");
+    assert!(locks[0].sql.contains("+ 0"), "{}", locks[0].sql);
+    assert!(locks[1].sql.contains("+ 1"), "{}", locks[1].sql);
+}

@@ -2515,3 +2515,7 @@ async fn diesel_and_seaorm_agree_on_a_galera_cluster() {
         compare("galera", name, d, a, s);
     }
 }
+
+/// The newer shapes under load through every adapter, with the oracle.
+#[path = "conformance/shapes.rs"]
+mod shapes;
