@@ -279,6 +279,21 @@ pub fn reset<C: TestConn>(conn: &mut C, t: &Tables, parents: &[Id]) {
     }
 }
 
+/// The request records table (made if missing), with no record of `t`'s table left
+/// from an earlier run.
+pub fn fresh_records<C: TestConn>(conn: &mut C, t: &Tables) {
+    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
+    for st in ordered_diesel::migrations::create_requests_table(C::DIALECT).up {
+        conn.exec(&st);
+    }
+    conn.exec(&format!(
+        "DELETE FROM {} WHERE {} = '{}'",
+        q(ordered_core::requests::TABLE),
+        q("table_name"),
+        t.items
+    ));
+}
+
 pub fn drop_tables<C: TestConn>(conn: &mut C, t: &Tables) {
     let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     conn.exec(&format!("DROP TABLE IF EXISTS {}", q(t.items)));

@@ -111,16 +111,7 @@ static RETRIED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize:
 fn keyed_duplicates<C: TestConn>(_: ()) {
     let one = ordered_diesel::Id::Int(1);
     let (mut c, t) = setup::<C>("conc_keyed", &GAPPED, RebalancePolicy::Window, &[one]);
-    for st in ordered_diesel::migrations::create_requests_table(C::DIALECT).up {
-        c.exec(&st);
-    }
-    let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
-    c.exec(&format!(
-        "DELETE FROM {} WHERE {} = '{}'",
-        q("ordered_requests"),
-        q("table_name"),
-        t.items
-    ));
+    fresh_records(&mut c, &t);
     let items: Vec<Id> = (0..20)
         .map(|i| add(&mut c, &t, one, Placement::Last, &format!("i{i}")))
         .collect();

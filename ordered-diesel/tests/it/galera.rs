@@ -236,17 +236,7 @@ fn a_commit_cut_on_a_node_is_resolved_by_repeating_with_the_request_key() {
     let mut c = node(&urls[0]);
     let mut other = node(&urls[1]);
     let t = fresh(&mut c, "gal_cut", &GAPPED, &[1]);
-    for st in ordered_diesel::migrations::create_requests_table(Dialect::Mysql).up {
-        diesel::connection::SimpleConnection::batch_execute(&mut c, &st).unwrap();
-    }
-    diesel::connection::SimpleConnection::batch_execute(
-        &mut c,
-        &format!(
-            "DELETE FROM ordered_requests WHERE table_name = '{}'",
-            t.spec.table
-        ),
-    )
-    .unwrap();
+    fresh_records(&mut c, &t);
     for i in 0..4 {
         insert(&mut c, &t, 1, Placement::Last, &format!("i{i}")).unwrap();
     }
@@ -386,17 +376,7 @@ fn the_writer_node_dies_and_the_writes_move_to_another_node() {
         &GAPPED,
         &(1..=WRITERS).collect::<Vec<_>>(),
     );
-    for st in ordered_diesel::migrations::create_requests_table(Dialect::Mysql).up {
-        diesel::connection::SimpleConnection::batch_execute(&mut c, &st).unwrap();
-    }
-    diesel::connection::SimpleConnection::batch_execute(
-        &mut c,
-        &format!(
-            "DELETE FROM ordered_requests WHERE table_name = '{}'",
-            t.spec.table
-        ),
-    )
-    .unwrap();
+    fresh_records(&mut c, &t);
     for p in 1..=WRITERS {
         for i in 0..3 {
             insert(&mut c, &t, p, Placement::Last, &format!("seed-{p}-{i}")).unwrap();

@@ -288,15 +288,7 @@ fn r2<C: TestConn>(_: ()) {
         .to_owned();
     let proxy = Proxy::start(host.clone());
     let proxied = url.replace(&host, &format!("127.0.0.1:{}", proxy.port));
-    for st in ordered_diesel::migrations::create_requests_table(C::DIALECT).up {
-        c.exec(&st);
-    }
-    c.exec(&format!(
-        "DELETE FROM {} WHERE {} = '{}'",
-        ordered_core::adapter::sql::quote(C::DIALECT, ordered_core::requests::TABLE),
-        ordered_core::adapter::sql::quote(C::DIALECT, "table_name"),
-        t.items
-    ));
+    fresh_records(&mut c, &t);
     let mut tally = Tally::default();
     let q = |s: &str| ordered_core::adapter::sql::quote(C::DIALECT, s);
     for (i, mode) in [CUT_AFTER_COMMIT, CUT_BEFORE_COMMIT]

@@ -50,6 +50,15 @@ trait Front: Send {
     fn count(&mut self, sql: &str) -> i64;
 }
 
+/// `q` as a statement that returns one `o_count`.
+fn count_of(q: &str) -> Statement {
+    Statement {
+        sql: q.to_owned(),
+        args: Vec::new(),
+        returns: Returns::Count,
+    }
+}
+
 fn placement(p: &Placement) -> Placement {
     p.clone()
 }
@@ -108,11 +117,7 @@ where
             .unwrap_or(0)
     }
     fn count(&mut self, q: &str) -> i64 {
-        let st = Statement {
-            sql: q.to_owned(),
-            args: Vec::new(),
-            returns: Returns::Count,
-        };
+        let st = count_of(q);
         match self.conn.run(&st, Wire::PLAIN) {
             Ok(Reply::Count(n)) => n,
             other => panic!("{q}: {other:?}"),
@@ -187,11 +192,7 @@ where
         })
     }
     fn count(&mut self, q: &str) -> i64 {
-        let st = Statement {
-            sql: q.to_owned(),
-            args: Vec::new(),
-            returns: Returns::Count,
-        };
+        let st = count_of(q);
         match self.rt.block_on(self.conn.run(&st, Wire::PLAIN)) {
             Ok(Reply::Count(n)) => n,
             other => panic!("{q}: {other:?}"),
@@ -259,11 +260,7 @@ impl Front for SeaFront {
         })
     }
     fn count(&mut self, q: &str) -> i64 {
-        let st = Statement {
-            sql: q.to_owned(),
-            args: Vec::new(),
-            returns: Returns::Count,
-        };
+        let st = count_of(q);
         match self
             .rt
             .block_on(ordered_seaorm::__private::run(&self.db, &st, Wire::PLAIN))
