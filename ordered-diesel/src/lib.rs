@@ -130,8 +130,20 @@ pub use ops::{OrderedDsl, OrderedTable, Slot};
 /// Derives [`Ordered`] for a Diesel model; see the crate docs for its attributes.
 pub use ordered_diesel_derive::Ordered;
 
-ordered_core::reexports!();
-pub use ordered_core::Ordered;
+/// The ordering refusals ([`Error::Ordering`]).
+pub use ordered_core::Error as OrderingError;
+pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
+pub use ordered_core::constraint::{Constraint, ConstraintKind};
+pub use ordered_core::key;
+pub use ordered_core::migration::{Ensured, Fix};
+pub use ordered_core::requests::{self, RequestKey};
+pub use ordered_core::spec::Removal;
+pub use ordered_core::{
+    AppKey, BadCursor, Concurrency, Cursor, Dense, Dialect, Fractional, Gapped, Id, Inserted, Key,
+    KeyType, Listing, MAX_POSITION, MIN_POSITION, NullScope, Ordered, Outcome, Page, Placement,
+    Position, PositionKind, PositionStrategy, RebalancePolicy, Report, Request, RetryPolicy, Row,
+    RowPage, ScopeColumn, Spec,
+};
 
 #[doc(hidden)]
 pub mod __private {

@@ -88,7 +88,18 @@ pub use ops::{
 /// Derives [`OrderedEntity`] for the `Entity` of a SeaORM `Model`.
 pub use ordered_seaorm_derive::DeriveOrdered;
 
-ordered_core::reexports!();
+pub use ordered_core::Error as OrderingError;
+pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
+pub use ordered_core::constraint::{Constraint, ConstraintKind};
+pub use ordered_core::migration::{Ensured, Fix};
+pub use ordered_core::requests::{self, RequestKey};
+pub use ordered_core::spec::Removal;
+pub use ordered_core::{
+    AppKey, BadCursor, Concurrency, Cursor, Dense, Dialect, Fractional, Gapped, Id, Inserted, Key,
+    KeyType, Listing, MAX_POSITION, MIN_POSITION, NullScope, Outcome, Page, Placement, Position,
+    PositionKind, PositionStrategy, RebalancePolicy, Report, Request, RetryPolicy, Row, RowPage,
+    ScopeColumn, Spec, key,
+};
 
 /// A model field type that can hold an ordered table's keys (the primary key and the
 /// `#[ordered(scope)]` field), checked by `#[derive(DeriveOrdered)]` at compile time:

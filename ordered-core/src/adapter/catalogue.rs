@@ -313,26 +313,3 @@ macro_rules! operations {
         });
     )*};
 }
-
-/// The core's public types every adapter re-exports, one list for every front (each adds
-/// its own: its `Error`, its handle, its derive; Diesel also the `Ordered` trait).
-#[doc(hidden)]
-#[macro_export]
-macro_rules! reexports {
-    () => {
-        /// The ordering refusals (the adapter's `Error::Ordering`).
-        pub use $crate::Error as OrderingError;
-        pub use $crate::changes::{Change, Changes, Relabelled, ScopeVersion};
-        pub use $crate::constraint::{Constraint, ConstraintKind};
-        pub use $crate::key;
-        pub use $crate::migration::{Ensured, Fix};
-        pub use $crate::requests::{self, RequestKey};
-        pub use $crate::spec::Removal;
-        pub use $crate::{
-            AppKey, BadCursor, Concurrency, Cursor, Dense, Dialect, Fractional, Gapped, Id,
-            Inserted, Key, KeyType, Listing, MAX_POSITION, MIN_POSITION, NullScope, Outcome, Page,
-            Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report, Request,
-            RetryPolicy, Row, RowPage, ScopeColumn, Spec,
-        };
-    };
-}
