@@ -346,8 +346,9 @@ impl<K> Cursor<K> {
     }
 }
 
-/// `v<version or ->.i<integer>.<id>` or `v<version or ->.k<length>.<key><id>`: the
-/// key's length first, so that any key and id need no escaping.
+/// `v<version or ->.i<integer>.<id>`, `v<version or ->.k<length>.<key><id>` (the key's
+/// length first, so that any key and id need no escaping) or `v<version or
+/// ->.n<16 hexadecimal digits>.<id>` (a number's bits: exact).
 impl<K: std::fmt::Display> std::fmt::Display for Cursor<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.version {
@@ -357,6 +358,7 @@ impl<K: std::fmt::Display> std::fmt::Display for Cursor<K> {
         match &self.position {
             Position::Int(i) => write!(f, "i{i}.{}", self.id),
             Position::Key(k) => write!(f, "k{}.{k}{}", k.len(), self.id),
+            Position::Num(n) => write!(f, "n{:016x}.{}", n.get().to_bits(), self.id),
         }
     }
 }
@@ -378,6 +380,11 @@ impl<K: std::str::FromStr> std::str::FromStr for Cursor<K> {
         let (position, id) = if let Some(rest) = rest.strip_prefix('i') {
             let (i, id) = rest.split_once('.').ok_or(BadCursor)?;
             (Position::Int(i.parse().map_err(|_| BadCursor)?), id)
+        } else if let Some(rest) = rest.strip_prefix('n') {
+            let (bits, id) = rest.split_once('.').ok_or(BadCursor)?;
+            let bits = u64::from_str_radix(bits, 16).map_err(|_| BadCursor)?;
+            let n = crate::position::Num::new(f64::from_bits(bits)).ok_or(BadCursor)?;
+            (Position::Num(n), id)
         } else {
             let rest = rest.strip_prefix('k').ok_or(BadCursor)?;
             let (len, rest) = rest.split_once('.').ok_or(BadCursor)?;

@@ -71,6 +71,6 @@ pub use retry::RetryPolicy;
 pub use spec::{NullScope, Ordered, Removal, ScopeColumn, Spec};
 pub use sql::Dialect;
 pub use strategy::{
-    Dense, Fractional, Gapped, PositionStrategy, RebalancePolicy, Spread, SpreadMode,
+    Dense, Fractional, Gapped, Numeric, PositionStrategy, RebalancePolicy, Spread, SpreadMode,
 };
 pub use verify::{Report, check_key_order, check_schema, verify};

@@ -155,6 +155,27 @@ fn column_type(d: Dialect, spec: &Spec) -> String {
         }
         (PositionKind::Key { max_len }, Dialect::Mysql) => format!("VARBINARY({})", max_len + 1),
         (PositionKind::Key { .. }, Dialect::Sqlite) => "TEXT COLLATE BINARY".into(),
+        (PositionKind::Float, Dialect::Postgres) => "DOUBLE PRECISION".into(),
+        (PositionKind::Float, Dialect::Mysql) => "DOUBLE".into(),
+        (PositionKind::Float, Dialect::Sqlite) => "REAL".into(),
+        (PositionKind::Decimal { precision, scale }, Dialect::Mysql) => {
+            format!("DECIMAL({precision}, {scale})")
+        }
+        (PositionKind::Decimal { precision, scale }, _) => {
+            format!("NUMERIC({precision}, {scale})")
+        }
+    }
+}
+
+/// The bound of a numeric column's CHECK: finite floats (which keeps NaN and the
+/// infinities out, on PostgreSQL, whose NaN compares above every number, too); a
+/// decimal's whole range.
+fn numeric_limit(kind: PositionKind) -> String {
+    match kind {
+        PositionKind::Decimal { precision, scale } => {
+            format!("{}", 10_f64.powi(i32::from(precision - scale)) - 1.0)
+        }
+        _ => "1.7976931348623157e308".into(),
     }
 }
 
@@ -178,6 +199,14 @@ fn check_expr_on(d: Dialect, spec: &Spec, c: &str, nullable: bool) -> String {
         (PositionKind::Integer, _) => format!("{c} BETWEEN {PARK_POSITION} AND {MAX_POSITION}"),
         (PositionKind::Key { .. }, Dialect::Sqlite) => format!("typeof({c}) = 'text'"),
         (PositionKind::Key { .. }, _) => format!("{c} <> ''"),
+        (kind, Dialect::Sqlite) => {
+            let lim = numeric_limit(kind);
+            format!("typeof({c}) IN ('real', 'integer') AND {c} BETWEEN -{lim} AND {lim}")
+        }
+        (kind, _) => {
+            let lim = numeric_limit(kind);
+            format!("{c} BETWEEN -{lim} AND {lim}")
+        }
     };
     if nullable {
         format!("{c} IS NULL OR ({body})")
@@ -406,6 +435,16 @@ fn backfill_value(d: Dialect, spec: &Spec, rn: &str) -> String {
                 .unwrap_or(1024);
             format!("{rn} * {spacing}")
         }
+        PositionKind::Float | PositionKind::Decimal { .. } => {
+            let spacing = spec
+                .strategy
+                .between(None, None)
+                .ok()
+                .flatten()
+                .and_then(|p| p.as_num())
+                .unwrap_or(65_535.0);
+            format!("{rn} * {spacing}")
+        }
         PositionKind::Key { .. } => {
             // 'e' followed by rn in five base-62 digits
             let digits = crate::key::Alphabet::BASE62.digits();
@@ -459,6 +498,11 @@ pub fn backfill_sql(d: Dialect, spec: &Spec, order_by: &[&str]) -> String {
 /// `UPDATE` setting the position of every row to `value`, an expression of its row
 /// number `o_r.o_rn` within its collection in `order`.
 fn ranked_update(d: Dialect, spec: &Spec, order: &str, value: &str) -> String {
+    ranked_update_where(d, spec, order, value, "")
+}
+
+/// [`ranked_update`] of the rows `o_s` for which `filter` holds (empty: every row).
+fn ranked_update_where(d: Dialect, spec: &Spec, order: &str, value: &str, filter: &str) -> String {
     let t = q(d, spec.table);
     let id = q(d, spec.id);
     let pos = q(d, spec.position);
@@ -481,7 +525,7 @@ fn ranked_update(d: Dialect, spec: &Spec, order: &str, value: &str) -> String {
             .collect()
     };
     let ranked = format!(
-        "(SELECT o_s.{id} AS o_rid{link_out}, ROW_NUMBER() OVER ({}ORDER BY {order}) AS o_rn FROM {t} AS o_s) AS o_r",
+        "(SELECT o_s.{id} AS o_rid{link_out}, ROW_NUMBER() OVER ({}ORDER BY {order}) AS o_rn FROM {t} AS o_s{}) AS o_r",
         if spec.is_global() {
             String::new()
         } else {
@@ -492,6 +536,11 @@ fn ranked_update(d: Dialect, spec: &Spec, order: &str, value: &str) -> String {
                     .collect::<Vec<_>>()
                     .join(", ")
             )
+        },
+        if filter.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {filter}")
         }
     );
     match d {
@@ -613,6 +662,12 @@ impl std::fmt::Display for Fix {
 pub struct Ensured {
     /// What was added, in order.
     pub added: Vec<Fix>,
+    /// The adoption of a numeric column: the rows of the lists it renumbered because
+    /// they held a value the strategy cannot keep (NULL, NaN, an infinity, `-0`, a
+    /// negative number or one shared within the list); every other list keeps its
+    /// values. 0 otherwise.
+    #[serde(default)]
+    pub renumbered: u64,
 }
 
 impl Ensured {
@@ -642,6 +697,10 @@ pub struct SchemaPlan {
     /// MySQL/MariaDB: the DDL that follows the renumbering (it cannot fail once the
     /// rows are numbered).
     pub after: Vec<String>,
+    /// The adoption of a numeric column: counts the rows of the lists it renumbers
+    /// because they hold a value the strategy cannot keep (run first; 0: no
+    /// [`Fix::Renumbered`] is reported, the statements change nothing).
+    pub renumbering: Option<crate::sql::Statement>,
 }
 
 impl SchemaPlan {
@@ -717,9 +776,10 @@ fn plan(d: Dialect, spec: &Spec, f: Facts, mode: Mode<'_>) -> Result<SchemaPlan,
         Mode::Ensure => None,
         Mode::Adopt(o) | Mode::Static(o) => Some(o),
     };
-    if order.is_some() && !integer {
+    let numeric = spec.strategy.kind().is_numeric();
+    if order.is_some() && !integer && !numeric {
         return Err(crate::Error::InvalidRequest(
-            "adopting a column renumbers integers; a key column needs the type and constraints of the generated table",
+            "adopting a column renumbers integers and keeps numbers; a key column needs the type and constraints of the generated table",
         ));
     }
     // the refusals, before anything
@@ -796,7 +856,10 @@ fn plan(d: Dialect, spec: &Spec, f: Facts, mode: Mode<'_>) -> Result<SchemaPlan,
     let has_check = f.has(SCHEMA_HAS_CHECK) || f.has(SCHEMA_DOMAIN_TRIGGERS);
     // the CHECK admits NULL, so it goes before the renumbering (on MySQL it fails,
     // before any row is written, on a value outside the domain)
-    if !has_check && d != Dialect::Sqlite {
+    // a numeric adoption keeps the values it can: the CHECK (which NaN and the
+    // infinities fail) goes after the lists holding them are renumbered
+    let check_after = numeric && order.is_some();
+    if !has_check && d != Dialect::Sqlite && !check_after {
         before.push(check_up(d, spec));
         p.added.push(Fix::Check);
     }
@@ -808,7 +871,23 @@ fn plan(d: Dialect, spec: &Spec, f: Facts, mode: Mode<'_>) -> Result<SchemaPlan,
             p.added.push(Fix::ParentIndex);
         }
     }
-    if let Some(order_by) = order {
+    if let (Some(order_by), true) = (order, numeric) {
+        // numbers are kept where the strategy can keep them; a list holding one it
+        // cannot is renumbered in its order, through the temporary range
+        let (park, lists) = numeric_resets(d, spec);
+        let order = numeric_order(d, spec, order_by);
+        rows.push(ranked_update_where(
+            d,
+            spec,
+            &order,
+            &format!("-{park} + o_r.o_rn"),
+            &lists,
+        ));
+        let final_value = backfill_value(d, spec, &format!("({c} + {park})"));
+        rows.push(format!("UPDATE {t} SET {c} = {final_value} WHERE {c} < 0"));
+        p.added.push(Fix::Renumbered);
+        p.renumbering = Some(crate::sql::rows_reset(d, spec, &lists));
+    } else if let Some(order_by) = order {
         let id = q(d, spec.id);
         let order = if order_by.is_empty() {
             format!("CASE WHEN o_s.{c} IS NULL THEN 1 ELSE 0 END, o_s.{c}, o_s.{id}")
@@ -842,13 +921,20 @@ fn plan(d: Dialect, spec: &Spec, f: Facts, mode: Mode<'_>) -> Result<SchemaPlan,
             Dialect::Postgres => {
                 after.push(format!("ALTER TABLE {t} ALTER COLUMN {c} SET NOT NULL"))
             }
-            Dialect::Mysql => after.push(format!("ALTER TABLE {t} MODIFY {c} BIGINT NOT NULL")),
+            Dialect::Mysql => after.push(format!(
+                "ALTER TABLE {t} MODIFY {c} {} NOT NULL",
+                column_type(d, spec)
+            )),
             // the domain triggers refuse NULL too
             Dialect::Sqlite => {}
         }
         if d != Dialect::Sqlite {
             p.added.push(Fix::NotNull);
         }
+    }
+    if !has_check && d != Dialect::Sqlite && check_after {
+        after.push(check_up(d, spec));
+        p.added.push(Fix::Check);
     }
     if d == Dialect::Sqlite && !f.has(SCHEMA_DOMAIN_TRIGGERS) && (!has_check || nullable) {
         after.extend(sqlite_domain(spec));
@@ -875,6 +961,72 @@ fn plan(d: Dialect, spec: &Spec, f: Facts, mode: Mode<'_>) -> Result<SchemaPlan,
         p.rows_check = None;
     }
     Ok(p)
+}
+
+/// The adoption of a numeric column: the base of its temporary range (`2^52` for floats,
+/// the largest whole number a decimal holds) and the condition on a row `o_s` whose
+/// list holds a value the strategy cannot keep: NULL, NaN, an infinity, `-0`, a number
+/// below 0 or above the strategy's largest, or one another row of the list shares.
+pub(crate) fn numeric_resets(d: Dialect, spec: &Spec) -> (String, String) {
+    let park = match spec.strategy.kind() {
+        PositionKind::Decimal { .. } => numeric_limit(spec.strategy.kind()),
+        _ => "4503599627370496".to_owned(),
+    };
+    let max = strategy_max(spec);
+    let t = q(d, spec.table);
+    let c = q(d, spec.position);
+    let id = q(d, spec.id);
+    let same = |a: &str, b: &str| -> String {
+        if spec.is_global() {
+            return "1 = 1".into();
+        }
+        spec.scope_columns()
+            .map(|(col, _)| {
+                let col = q(d, col);
+                if spec.nullable() {
+                    format!("({a}.{col} = {b}.{col} OR ({a}.{col} IS NULL AND {b}.{col} IS NULL))")
+                } else {
+                    format!("{a}.{col} = {b}.{col}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" AND ")
+    };
+    let text = match d {
+        Dialect::Postgres => format!("CAST(o_b.{c} AS TEXT)"),
+        Dialect::Mysql => format!("CAST(o_b.{c} AS CHAR)"),
+        Dialect::Sqlite => format!("printf('%!.17g', o_b.{c})"),
+    };
+    let lists = format!(
+        "EXISTS (SELECT 1 FROM {t} AS o_b WHERE {} AND (o_b.{c} IS NULL OR NOT (o_b.{c} >= 0 AND o_b.{c} <= {max}) OR {text} = '-0' OR EXISTS (SELECT 1 FROM {t} AS o_c WHERE {} AND o_c.{c} = o_b.{c} AND o_c.{id} <> o_b.{id})))",
+        same("o_b", "o_s"),
+        same("o_c", "o_b"),
+    );
+    (park, lists)
+}
+
+/// The largest position of a numeric strategy.
+fn strategy_max(spec: &Spec) -> f64 {
+    match spec.strategy.kind() {
+        PositionKind::Decimal { precision, scale } => {
+            10_f64.powi(i32::from(precision - scale)) - 2.0
+        }
+        _ => 9_007_199_254_740_992.0,
+    }
+}
+
+/// The order a numeric adoption renumbers a list in: the column (NULL and, on
+/// PostgreSQL, NaN last), then `order_by` (each a column, optionally `ASC` or `DESC`),
+/// then the id.
+fn numeric_order(d: Dialect, spec: &Spec, order_by: &[&str]) -> String {
+    let c = q(d, spec.position);
+    let mut parts = vec![
+        format!("CASE WHEN o_s.{c} IS NULL THEN 1 ELSE 0 END"),
+        format!("o_s.{c}"),
+    ];
+    parts.extend(order_by.iter().map(|o| order_item(d, o)));
+    parts.push(format!("o_s.{}", q(d, spec.id)));
+    parts.join(", ")
 }
 
 /// The refusal of a scope column whose foreign key sets it to NULL (or its default).

@@ -492,10 +492,12 @@ impl Spec {
         self
     }
 
-    /// Whether the statements hand keys back as text (either key is not an integer):
-    /// then every item column of a read, the position included, is text.
+    /// Whether the statements hand keys back as text (either key is not an integer, or
+    /// positions are numbers, which come back as exact decimal text): then every item
+    /// column of a read, the position included, is text.
     pub fn text_wire(&self) -> bool {
-        self.id_type.is_text()
+        self.strategy.kind().is_numeric()
+            || self.id_type.is_text()
             || self.link
             || self.parent_type.is_text()
             || !self.split_by.is_empty()

@@ -5,7 +5,7 @@ use std::fmt::Debug;
 
 use crate::error::Error;
 use crate::key::Alphabet;
-use crate::position::{MAX_POSITION, MIN_POSITION, Position, PositionKind};
+use crate::position::{MAX_POSITION, MIN_POSITION, Num, Position, PositionKind};
 
 /// How [`PositionStrategy::spread`] should judge a run of positions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,9 +185,9 @@ impl PositionStrategy for Gapped {
                 position: p.clone(),
                 reason: "outside the gapped domain [1, 2^62 - 1]",
             }),
-            Position::Key(_) => Err(Error::InvalidPosition {
+            _ => Err(Error::InvalidPosition {
                 position: p.clone(),
-                reason: "a key where an integer was expected",
+                reason: "not an integer where an integer was expected",
             }),
         }
     }
@@ -476,6 +476,313 @@ impl PositionStrategy for Fractional {
         };
         Ok((longest <= cap)
             .then(|| Spread::Explicit(keys.into_iter().map(Position::Key).collect())))
+    }
+}
+
+/// Numeric positions: a `DOUBLE PRECISION` column as Trello-style boards keep it
+/// (appended `spacing` apart, 65,535 by default; dropped at the midpoint of the
+/// neighbours), or an exact `NUMERIC(precision, scale)` column ([`Numeric::decimal`]).
+///
+/// A midpoint cannot be taken for ever: an `f64` midpoint between 0.5 and 1.0 can be
+/// taken 52 times before it equals a neighbour, and a decimal runs out at its scale. So
+/// a gap counts as full *before* that: when the midpoint would be closer than
+/// [`min_gap`](Numeric::min_gap) to a neighbour (`2^-20` for floats by default, one unit
+/// of the last digit for decimals), or would equal one. Then the planner relabels a
+/// window around the gap under the lock, as it does for gapped integers, with the same
+/// density threshold measured in units of `min_gap`.
+///
+/// # Invariants
+/// - Every position is a finite number in `[0, max]` ([`Numeric::max`]: `2^53` for
+///   floats, `10^(precision - scale) - 2` for decimals), never `-0.0`, and for a decimal
+///   on its scale's grid. Below 0 is the temporary range that MySQL and SQLite relabel
+///   through (`-position - 1`).
+/// - [`between`](PositionStrategy::between) returns a position at least `min_gap` from
+///   both neighbours, or "no room"; [`spread`](PositionStrategy::spread) positions at
+///   least `min_gap` apart.
+/// - A decimal has at most 15 digits, so that every value is exact as an `f64` and the
+///   database's decimal reads back as the same number.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Numeric {
+    spacing: f64,
+    min_gap: f64,
+    max: f64,
+    decimal: Option<(u8, u8)>,
+}
+
+const fn pow10(n: u8) -> f64 {
+    let mut v = 1.0;
+    let mut i = 0;
+    while i < n {
+        v *= 10.0;
+        i += 1;
+    }
+    v
+}
+
+impl Numeric {
+    /// Floats 65,535 apart when appended, a gap full under `2^-20`.
+    pub const FLOAT: Numeric = Numeric {
+        spacing: 65_535.0,
+        min_gap: 1.0 / 1_048_576.0,
+        max: 9_007_199_254_740_992.0,
+        decimal: None,
+    };
+
+    /// Floats `spacing` apart when appended (clamped to `[2^-10, 2^40]`).
+    pub const fn float(spacing: f64) -> Numeric {
+        Numeric::FLOAT.with_spacing(spacing)
+    }
+
+    /// An exact `NUMERIC(precision, scale)` column: `precision` clamped to `2..=15`,
+    /// `scale` to below it. Appended `10^((precision - scale) / 2)` apart (a million
+    /// appends before the largest value and a million grid points between neighbours
+    /// for `NUMERIC(12, 6)`), a gap full under one unit of the scale.
+    pub const fn decimal(precision: u8, scale: u8) -> Numeric {
+        let precision = if precision < 2 {
+            2
+        } else if precision > 15 {
+            15
+        } else {
+            precision
+        };
+        let scale = if scale >= precision {
+            precision - 1
+        } else {
+            scale
+        };
+        let int_digits = precision - scale;
+        Numeric {
+            spacing: pow10(int_digits / 2),
+            min_gap: 1.0 / pow10(scale),
+            max: pow10(int_digits) - 2.0,
+            decimal: Some((precision, scale)),
+        }
+    }
+
+    /// Sets the spacing between appended items (clamped to `[2^-10, 2^40]`, and for a
+    /// decimal to at least one unit and at most a tenth of the largest value).
+    pub const fn with_spacing(mut self, spacing: f64) -> Numeric {
+        let mut s = if spacing.is_nan() {
+            self.spacing
+        } else {
+            spacing
+        };
+        if s < 1.0 / 1024.0 {
+            s = 1.0 / 1024.0;
+        }
+        if s > 1_099_511_627_776.0 {
+            s = 1_099_511_627_776.0;
+        }
+        if self.decimal.is_some() {
+            if s < self.min_gap {
+                s = self.min_gap;
+            }
+            if s > self.max / 10.0 {
+                s = self.max / 10.0;
+            }
+        }
+        self.spacing = s;
+        self
+    }
+
+    /// Sets the smallest gap a midpoint may leave to a neighbour before the gap counts
+    /// as full (clamped to at least `2^-60`, and for a decimal to at least one unit of
+    /// its scale). Larger values relabel sooner and keep positions readable.
+    pub const fn with_min_gap(mut self, gap: f64) -> Numeric {
+        let floor = match self.decimal {
+            Some(_) => self.min_gap,
+            None => 1.0 / 1_152_921_504_606_846_976.0,
+        };
+        self.min_gap = if gap.is_nan() || gap < floor {
+            floor
+        } else {
+            gap
+        };
+        self
+    }
+
+    /// The spacing between appended items.
+    pub const fn spacing(&self) -> f64 {
+        self.spacing
+    }
+
+    /// The smallest gap a midpoint may leave.
+    pub const fn min_gap(&self) -> f64 {
+        self.min_gap
+    }
+
+    /// The largest position.
+    pub const fn max(&self) -> f64 {
+        self.max
+    }
+
+    /// `(precision, scale)` of a decimal.
+    pub const fn decimal_digits(&self) -> Option<(u8, u8)> {
+        self.decimal
+    }
+
+    /// `v` on the scale's grid (a float: itself).
+    fn grid(&self, v: f64) -> f64 {
+        match self.decimal {
+            Some((_, s)) => {
+                let f = pow10(s);
+                (v * f).round() / f
+            }
+            None => v,
+        }
+    }
+
+    fn num_of(&self, p: Option<&Position>) -> Result<Option<f64>, Error> {
+        match p {
+            None => Ok(None),
+            Some(p) => {
+                self.check(p)?;
+                Ok(p.as_num())
+            }
+        }
+    }
+
+    /// `m` is a valid position strictly between `a` and `b` (exclusive bounds, `None`:
+    /// open), at least `min_gap` from each.
+    fn fits(&self, a: Option<f64>, m: f64, b: Option<f64>) -> bool {
+        m.is_finite()
+            && (0.0..=self.max).contains(&m)
+            && a.is_none_or(|a| m > a && m - a >= self.min_gap)
+            && b.is_none_or(|b| m < b && b - m >= self.min_gap)
+    }
+
+    fn pos(&self, v: f64) -> Option<Position> {
+        // 0.0 - 0.0 is 0.0, but a rounding may still give -0.0
+        let v = if v == 0.0 { 0.0 } else { v };
+        Num::new(v).map(Position::Num)
+    }
+}
+
+impl Default for Numeric {
+    fn default() -> Self {
+        Self::FLOAT
+    }
+}
+
+impl PositionStrategy for Numeric {
+    fn kind(&self) -> PositionKind {
+        match self.decimal {
+            Some((precision, scale)) => PositionKind::Decimal { precision, scale },
+            None => PositionKind::Float,
+        }
+    }
+
+    fn check(&self, p: &Position) -> Result<(), Error> {
+        let bad = |reason| {
+            Err(Error::InvalidPosition {
+                position: p.clone(),
+                reason,
+            })
+        };
+        match p {
+            Position::Num(n) => {
+                let v = n.get();
+                if !(0.0..=self.max).contains(&v) {
+                    return bad("outside the numeric domain [0, max]");
+                }
+                if self.decimal.is_some() && self.grid(v) != v {
+                    return bad("not a decimal of the column's scale");
+                }
+                Ok(())
+            }
+            // a value read that is not a number at all (NaN, an infinity, -0)
+            Position::Key(_) => bad("not a finite number (NaN, an infinity or -0)"),
+            Position::Int(_) => bad("an integer where a number was expected"),
+        }
+    }
+
+    fn between(
+        &self,
+        lo: Option<&Position>,
+        hi: Option<&Position>,
+    ) -> Result<Option<Position>, Error> {
+        let (a, b) = (self.num_of(lo)?, self.num_of(hi)?);
+        let m = match (a, b) {
+            (None, None) => self.grid(self.spacing.min(self.max)),
+            (Some(a), None) => {
+                let up = self.grid(a + self.spacing);
+                if up <= self.max {
+                    up
+                } else {
+                    self.grid(a + (self.max - a) / 2.0)
+                }
+            }
+            (None, Some(b)) => {
+                let down = self.grid(b - self.spacing);
+                if down > 0.0 {
+                    down
+                } else {
+                    self.grid(b / 2.0)
+                }
+            }
+            (Some(a), Some(b)) => self.grid(a + (b - a) / 2.0),
+        };
+        // the end has room up to `max` inclusive, the start down to 0 exclusive
+        Ok(if self.fits(Some(a.unwrap_or(0.0)), m, b) {
+            self.pos(m)
+        } else {
+            None
+        })
+    }
+
+    fn spread(
+        &self,
+        lo: Option<&Position>,
+        hi: Option<&Position>,
+        n: u64,
+        mode: SpreadMode,
+    ) -> Result<Option<Spread>, Error> {
+        let (a, b) = (self.num_of(lo)?, self.num_of(hi)?);
+        if n == 0 {
+            return Ok(Some(Spread::Explicit(Vec::new())));
+        }
+        if n > 100_000_000 {
+            return Ok(None);
+        }
+        let nf = n as f64;
+        let l = a.unwrap_or(0.0);
+        let r = match b {
+            Some(b) => b,
+            None => {
+                // the usual spacing, or the span the density threshold needs, up to max
+                let need = nf * nf * self.min_gap;
+                (l + ((nf + 1.0) * self.spacing).max(need)).min(self.max)
+            }
+        };
+        if r <= l {
+            return Ok(None);
+        }
+        let step = (r - l) / (nf + 1.0);
+        let ok = match mode {
+            SpreadMode::Fit => step >= self.min_gap,
+            SpreadMode::Window => {
+                step >= 2.0 * self.min_gap && nf <= ((r - l) / self.min_gap).sqrt()
+            }
+        };
+        if !ok {
+            return Ok(None);
+        }
+        let mut out = Vec::with_capacity(n as usize);
+        let mut prev = a;
+        for i in 1..=n {
+            let v = self.grid(l + (i as f64) * step);
+            // strictly inside, `min_gap` apart; the last one also from the upper bound
+            let next = if i == n { b } else { None };
+            if !self.fits(Some(prev.unwrap_or(-self.min_gap)), v, next) {
+                return Ok(None);
+            }
+            match self.pos(v) {
+                Some(p) => out.push(p),
+                None => return Ok(None),
+            }
+            prev = Some(v);
+        }
+        Ok(Some(Spread::Explicit(out)))
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use ordered_core::model::Store;
 use ordered_core::{
-    Dense, Error, Fractional, Gapped, Id, Placement, PositionStrategy, RebalancePolicy, Request,
+    Dense, Error, Fractional, Gapped, Id, Numeric, Placement, PositionStrategy, RebalancePolicy, Request,
     Spec, key,
 };
 use proptest::prelude::*;
@@ -20,6 +20,10 @@ fn spec(strategy: &'static dyn PositionStrategy, policy: RebalancePolicy) -> Spe
 }
 
 static SMALL_GAP: Gapped = Gapped::new(8);
+/// Floats whose gaps fill after a few halvings (spacing 8, full under 1/16).
+static SMALL_FLOATS: Numeric = Numeric::float(8.0).with_min_gap(1.0 / 16.0);
+/// `NUMERIC(9, 2)`: a gap of 100 units halves six times.
+static DECIMALS: Numeric = Numeric::decimal(9, 2);
 static SHORT_KEYS: Fractional = Fractional::new(ordered_core::key::Alphabet::BASE62, 12);
 
 /// A tiny deterministic generator (xorshift), so that failures replay.
@@ -216,6 +220,26 @@ fn hundred_thousand_random_ops_dense() {
 }
 
 #[test]
+fn hundred_thousand_random_ops_numeric_window() {
+    assert_eq!(run(&SMALL_FLOATS, RebalancePolicy::Window, 100_000, 29), 0);
+}
+
+#[test]
+fn hundred_thousand_random_ops_numeric_whole() {
+    assert_eq!(run(&SMALL_FLOATS, RebalancePolicy::Whole, 100_000, 31), 0);
+}
+
+#[test]
+fn hundred_thousand_random_ops_decimal_window() {
+    assert_eq!(run(&DECIMALS, RebalancePolicy::Window, 100_000, 37), 0);
+}
+
+#[test]
+fn hundred_thousand_random_ops_float_default_window() {
+    assert_eq!(run(&Numeric::FLOAT, RebalancePolicy::Window, 100_000, 41), 0);
+}
+
+#[test]
 fn never_policy_refuses_cleanly() {
     // small gaps exhaust quickly; refusals must leave the model and store equal
     let n = run(&SMALL_GAP, RebalancePolicy::Never, 20_000, 23);
@@ -229,6 +253,9 @@ fn hot_gap_stays_bounded_under_window() {
         &SHORT_KEYS,
         &Gapped::DEFAULT,
         &Fractional::DEFAULT,
+        &SMALL_FLOATS,
+        &DECIMALS,
+        &Numeric::FLOAT,
     ] {
         let spec = spec(strategy, RebalancePolicy::Window);
         let mut store = Store::new(spec);
@@ -304,5 +331,32 @@ proptest! {
         }
         if let Some(p) = g.between(Some(&pa), None).unwrap() { prop_assert!(p.as_int().unwrap() > a); }
         if let Some(p) = g.between(None, Some(&pb)).unwrap() { prop_assert!(p.as_int().unwrap() < b && p.as_int().unwrap() >= 1); }
+    }
+
+    #[test]
+    fn numeric_between_is_strictly_inside_and_min_gap_apart(a in 0.0f64..1e9, b in 0.0f64..1e9) {
+        for n in [Numeric::FLOAT, SMALL_FLOATS, DECIMALS] {
+            let (a, b) = match n.decimal_digits() {
+                // on the decimal's grid and inside its domain
+                Some(_) => {
+                    let grid = |v: f64| ((v * 100.0).round() % (n.max() * 100.0)).round() / 100.0;
+                    (grid(a), grid(b))
+                }
+                None => (a, b),
+            };
+            let pa = ordered_core::Position::Num(a.try_into().unwrap());
+            let pb = ordered_core::Position::Num(b.try_into().unwrap());
+            match n.between(Some(&pa), Some(&pb)).unwrap() {
+                Some(p) => {
+                    let p = p.as_num().unwrap();
+                    prop_assert!(a < p && p < b);
+                    prop_assert!(p - a >= n.min_gap() && b - p >= n.min_gap());
+                    prop_assert!(n.check(&ordered_core::Position::Num(p.try_into().unwrap())).is_ok());
+                }
+                None => prop_assert!(b - a < 2.0 * n.min_gap() + n.min_gap() || a >= b),
+            }
+            if let Some(p) = n.between(Some(&pa), None).unwrap() { prop_assert!(p.as_num().unwrap() > a); }
+            if let Some(p) = n.between(None, Some(&pb)).unwrap() { let p = p.as_num().unwrap(); prop_assert!(p < b && p > 0.0); }
+        }
     }
 }

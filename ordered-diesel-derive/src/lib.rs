@@ -16,7 +16,7 @@ pub fn derive_ordered(input: TokenStream) -> TokenStream {
 }
 
 const FORMAT: &str = "the correct format looks like `#[ordered(scope = playlist_id, parent = playlists, position = position, strategy = gapped)]`";
-const KEYS: &str = "scope, parent, parent_key, position, id, version, strategy, spacing, max_len, policy, removal, unique, filter, table";
+const KEYS: &str = "scope, parent, parent_key, position, id, version, strategy, spacing, max_len, precision, scale, policy, removal, unique, filter, table";
 
 fn derive_inner(input: TokenStream2) -> TokenStream2 {
     let ast: DeriveInput = match syn::parse2(input) {
@@ -66,6 +66,8 @@ struct Attrs {
     strategy: Option<Val<Path>>,
     spacing: Option<Val<LitInt>>,
     max_len: Option<Val<LitInt>>,
+    precision: Option<Val<LitInt>>,
+    scale: Option<Val<LitInt>>,
     policy: Option<Val<Ident>>,
     removal: Option<Val<Ident>>,
     unique: Option<Val<LitStr>>,
@@ -242,6 +244,20 @@ fn parse(ast: &DeriveInput) -> syn::Result<Attrs> {
                 ),
                 "max_len" => set(
                     &mut a.max_len,
+                    &key,
+                    value()?
+                        .parse()
+                        .map_err(|e| bad(&key, "an integer literal", e))?,
+                ),
+                "precision" => set(
+                    &mut a.precision,
+                    &key,
+                    value()?
+                        .parse()
+                        .map_err(|e| bad(&key, "an integer literal", e))?,
+                ),
+                "scale" => set(
+                    &mut a.scale,
                     &key,
                     value()?
                         .parse()
@@ -485,7 +501,20 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
     enum Kind {
         Int,
         Key,
+        Float,
+        Decimal,
         Custom,
+    }
+    if !matches!(
+        a.strategy
+            .as_ref()
+            .and_then(|v| v.value.get_ident())
+            .map(Ident::to_string)
+            .as_deref(),
+        Some("decimal")
+    ) {
+        no_option(&a.precision, "precision", "decimal")?;
+        no_option(&a.scale, "scale", "decimal")?;
     }
     let (strategy, kind) = match &a.strategy {
         None => (gapped(&a)?, Kind::Int),
@@ -516,11 +545,50 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
                     Kind::Key,
                 )
             }
+            Some("numeric") => {
+                no_option(&a.max_len, "max_len", "fractional")?;
+                let spacing: f64 = match &a.spacing {
+                    Some(s) => s.value.base10_parse::<u32>()?.into(),
+                    None => 65_535.0,
+                };
+                (
+                    quote!(&::ordered_diesel::Numeric::float(#spacing)),
+                    Kind::Float,
+                )
+            }
+            Some("decimal") => {
+                no_option(&a.max_len, "max_len", "fractional")?;
+                let (Some(p), Some(sc)) = (&a.precision, &a.scale) else {
+                    return Err(syn::Error::new(
+                        v.value.span(),
+                        "`strategy = decimal` needs the column's `precision` and `scale` (NUMERIC(precision, scale))",
+                    ));
+                };
+                let (precision, scale): (u8, u8) =
+                    (p.value.base10_parse()?, sc.value.base10_parse()?);
+                if !(2..=15).contains(&precision) || scale >= precision {
+                    return Err(syn::Error::new(
+                        p.value.span(),
+                        "`precision` must be between 2 and 15 (every value then is exact as an f64) and `scale` below it",
+                    ));
+                }
+                let spacing = match &a.spacing {
+                    Some(s) => {
+                        let v: f64 = s.value.base10_parse::<u32>()?.into();
+                        quote!(.with_spacing(#v))
+                    }
+                    None => quote!(),
+                };
+                (
+                    quote!(&::ordered_diesel::Numeric::decimal(#precision, #scale)#spacing),
+                    Kind::Decimal,
+                )
+            }
             Some(other) if !other.chars().next().is_some_and(char::is_uppercase) => {
                 return Err(syn::Error::new(
                     v.value.span(),
                     format!(
-                        "unknown strategy `{other}`, expected `gapped`, `dense`, `fractional` or a path to a const implementing `PositionStrategy`"
+                        "unknown strategy `{other}`, expected `gapped`, `dense`, `fractional`, `numeric`, `decimal` or a path to a const implementing `PositionStrategy`"
                     ),
                 ));
             }
@@ -576,13 +644,20 @@ fn expand(ast: &DeriveInput, a: Attrs) -> syn::Result<TokenStream2> {
                 let ok = match kind {
                     Kind::Int => matches!(ty.as_deref(), Some("i64")),
                     Kind::Key => matches!(ty.as_deref(), Some("String")),
+                    Kind::Float => matches!(ty.as_deref(), Some("f64")),
+                    Kind::Decimal => matches!(ty.as_deref(), Some("BigDecimal")),
                     Kind::Custom => true,
                 };
                 if !ok {
-                    let want = if matches!(kind, Kind::Key) {
-                        "`String` (a fractional key)"
-                    } else {
-                        "`i64` (an integer position)"
+                    let want = match kind {
+                        Kind::Key => "`String` (a fractional key)",
+                        Kind::Float => {
+                            "`f64` (a `DOUBLE PRECISION` position; `f32` loses the midpoints)"
+                        }
+                        Kind::Decimal => {
+                            "`BigDecimal` (a `NUMERIC` position, Diesel's `numeric` feature)"
+                        }
+                        _ => "`i64` (an integer position)",
                     };
                     return Err(syn::Error::new(
                         f.ty.span(),

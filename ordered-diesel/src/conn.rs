@@ -113,7 +113,7 @@ pub(crate) mod rows {
     use diesel::backend::Backend;
     use diesel::result::{Error as DieselError, QueryResult};
     use diesel::serialize::ToSql;
-    use diesel::sql_types::{BigInt, Binary, HasSqlType, Nullable, Text};
+    use diesel::sql_types::{BigInt, Binary, Double, HasSqlType, Nullable, Text};
     use ordered_core::adapter::{Arg, Reply, Statement, Wire};
     use ordered_core::{Id, Position, Row};
 
@@ -460,8 +460,13 @@ pub(crate) mod rows {
 
     impl<DB> diesel::query_builder::QueryFragment<DB> for Raw<'_>
     where
-        DB: Backend + HasSqlType<BigInt> + HasSqlType<Text> + HasSqlType<Binary>,
+        DB: Backend
+            + HasSqlType<BigInt>
+            + HasSqlType<Text>
+            + HasSqlType<Binary>
+            + HasSqlType<Double>,
         i64: ToSql<BigInt, DB>,
+        f64: ToSql<Double, DB>,
         String: ToSql<Text, DB>,
         Vec<u8>: ToSql<Binary, DB>,
     {
@@ -478,6 +483,7 @@ pub(crate) mod rows {
                     Some(Arg::I64(v)) => out.push_bind_param::<BigInt, _>(v)?,
                     Some(Arg::Text(t)) => out.push_bind_param::<Text, _>(t)?,
                     Some(Arg::Bytes(b)) => out.push_bind_param::<Binary, _>(b)?,
+                    Some(Arg::F64(n)) => out.push_bind_param::<Double, _>(n.as_ref())?,
                     None => {}
                 }
             }

@@ -14,7 +14,7 @@ pub fn derive_ordered(input: TokenStream) -> TokenStream {
 }
 
 const FORMAT: &str = "the correct format looks like `#[ordered(parent_table = \"playlists\", strategy = \"gapped\")]` on the Model, and `#[ordered(scope)]` / `#[ordered(position)]` on its fields";
-const KEYS: &str = "parent_table, parent_key, version, strategy, spacing, max_len, policy, removal, unique, filter";
+const KEYS: &str = "parent_table, parent_key, version, strategy, spacing, max_len, precision, scale, policy, removal, unique, filter";
 
 fn derive_inner(input: TokenStream2) -> TokenStream2 {
     let ast: DeriveInput = match syn::parse2(input) {
@@ -40,6 +40,8 @@ struct Container {
     strategy: Option<LitStr>,
     spacing: Option<LitInt>,
     max_len: Option<LitInt>,
+    precision: Option<LitInt>,
+    scale: Option<LitInt>,
     policy: Option<LitStr>,
     removal: Option<LitStr>,
     unique: Option<LitStr>,
@@ -171,6 +173,16 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
                 ),
                 "max_len" => once(
                     &mut c.max_len,
+                    &key,
+                    value.parse().map_err(|e| bad(e, "an integer"))?,
+                ),
+                "precision" => once(
+                    &mut c.precision,
+                    &key,
+                    value.parse().map_err(|e| bad(e, "an integer"))?,
+                ),
+                "scale" => once(
+                    &mut c.scale,
                     &key,
                     value.parse().map_err(|e| bad(e, "an integer"))?,
                 ),
@@ -454,7 +466,7 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
             if let Some(s) = &c.spacing {
                 return Err(syn::Error::new(
                     s.span(),
-                    "`spacing` only applies to strategy = \"gapped\"",
+                    "`spacing` only applies to strategy = \"gapped\", \"numeric\" or \"decimal\"",
                 ));
             }
             let max: usize = match &c.max_len {
@@ -467,23 +479,82 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
                 "String",
             )
         }
+        "numeric" | "decimal" if c.max_len.is_some() => {
+            return Err(syn::Error::new(
+                c.max_len.as_ref().map_or(Span::call_site(), LitInt::span),
+                "`max_len` only applies to strategy = \"fractional\"",
+            ));
+        }
+        "numeric" => {
+            if let Some(p) = c.precision.as_ref().or(c.scale.as_ref()) {
+                return Err(syn::Error::new(
+                    p.span(),
+                    "`precision` and `scale` only apply to strategy = \"decimal\"",
+                ));
+            }
+            let spacing: f64 = match &c.spacing {
+                Some(s) => s.base10_parse::<u32>()?.into(),
+                None => 65_535.0,
+            };
+            (
+                quote!(::ordered_seaorm::Numeric),
+                quote!(::ordered_seaorm::Numeric::float(#spacing)),
+                "f64",
+            )
+        }
+        "decimal" => {
+            let (Some(p), Some(sc)) = (&c.precision, &c.scale) else {
+                return Err(syn::Error::new(
+                    c.strategy.as_ref().map_or(Span::call_site(), LitStr::span),
+                    "strategy = \"decimal\" needs the column's `precision` and `scale` (NUMERIC(precision, scale))",
+                ));
+            };
+            let (precision, scale): (u8, u8) = (p.base10_parse()?, sc.base10_parse()?);
+            if !(2..=15).contains(&precision) || scale >= precision {
+                return Err(syn::Error::new(
+                    p.span(),
+                    "`precision` must be between 2 and 15 (every value then is exact as an f64) and `scale` below it",
+                ));
+            }
+            let spacing = match &c.spacing {
+                Some(s) => {
+                    let v: f64 = s.base10_parse::<u32>()?.into();
+                    quote!(.with_spacing(#v))
+                }
+                None => quote!(),
+            };
+            (
+                quote!(::ordered_seaorm::Numeric),
+                quote!(::ordered_seaorm::Numeric::decimal(#precision, #scale)#spacing),
+                "Decimal",
+            )
+        }
         other => {
             let span = c.strategy.as_ref().map_or(Span::call_site(), LitStr::span);
             return Err(syn::Error::new(
                 span,
                 format!(
-                    "unknown strategy \"{other}\", expected \"gapped\", \"dense\" or \"fractional\""
+                    "unknown strategy \"{other}\", expected \"gapped\", \"dense\", \"fractional\", \"numeric\" or \"decimal\""
                 ),
             ));
         }
     };
+    if strategy_name != "decimal" && strategy_name != "numeric" {
+        if let Some(p) = c.precision.as_ref().or(c.scale.as_ref()) {
+            return Err(syn::Error::new(
+                p.span(),
+                "`precision` and `scale` only apply to strategy = \"decimal\"",
+            ));
+        }
+    }
     if want == "i64" && matches!(ty_name.as_str(), "i32" | "i16") {
         return Err(syn::Error::new_spanned(
             &pos_ty,
             "the position field must be `i64`: gapped positions step by 1024 and a relabel parks rows at -2^62, so a 32-bit position overflows (one list after about two million appends); make the column BIGINT (`OrderedTable::ensure_ordering` widens it) and the field `i64`",
         ));
     }
-    if ty_name != want {
+    // a decimal column's field is SeaORM's `Decimal` (rust_decimal) or `BigDecimal`
+    if ty_name != want && !(want == "Decimal" && ty_name == "BigDecimal") {
         return Err(syn::Error::new_spanned(
             &pos_ty,
             format!("the position field must be `{want}` for strategy \"{strategy_name}\""),

@@ -94,6 +94,7 @@ fn statement(backend: DbBackend, stmt: &Statement) -> sea_orm::Statement {
             Arg::I64(v) => Value::from(*v),
             Arg::Text(t) => Value::from(t.clone()),
             Arg::Bytes(b) => Value::from(b.clone()),
+            Arg::F64(n) => Value::from(n.get()),
         })
         .collect();
     sea_orm::Statement::from_sql_and_values(backend, stmt.sql.clone(), values)
@@ -604,6 +605,23 @@ where
         Position::Int(v) => row.try_set(column, (*v).into()).or_else(|e| {
             let narrow = i32::try_from(*v).map_err(|_| e)?;
             row.try_set(column, narrow.into())
+        }),
+        // an `f64` field, or a decimal one from the exact decimal text
+        Position::Num(n) => row.try_set(column, n.get().into()).or_else(|e| {
+            let _text = n.to_string();
+            #[cfg(feature = "decimal")]
+            if let Ok(v) = <sea_orm::prelude::Decimal as std::str::FromStr>::from_str(&_text)
+                && row.try_set(column, v.into()).is_ok()
+            {
+                return Ok(());
+            }
+            #[cfg(feature = "bigdecimal")]
+            if let Ok(v) = <sea_orm::prelude::BigDecimal as std::str::FromStr>::from_str(&_text)
+                && row.try_set(column, v.into()).is_ok()
+            {
+                return Ok(());
+            }
+            Err(e)
         }),
     }
 }

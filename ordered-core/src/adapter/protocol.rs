@@ -463,6 +463,8 @@ enum State {
     Inspect,
     /// `ensure_ordering`: the count of rows that would break what it adds.
     RowsCheck,
+    /// `adopt_ordering` of a numeric column: the count of the rows it renumbers.
+    Renumbering,
     /// `ensure_ordering`: its statements, one at a time.
     Ddl,
     /// `ensure_ordering`: the rollback after a statement of its transaction failed.
@@ -499,6 +501,10 @@ pub struct Protocol<E> {
     /// is open.
     ddl: std::collections::VecDeque<Ddl>,
     ensured: Vec<migration::Fix>,
+    /// `adopt_ordering` of a numeric column: its count of the rows it renumbers, and
+    /// the statement that counts them while it has not run.
+    renumbered: u64,
+    renumbering: Option<sql::Statement>,
     in_ddl_txn: bool,
     /// The write's request record ([`crate::requests`]).
     record: Option<requests::Record>,
@@ -527,6 +533,8 @@ impl<E: DbFailure> Protocol<E> {
             failure: None,
             ddl: std::collections::VecDeque::new(),
             ensured: Vec::new(),
+            renumbered: 0,
+            renumbering: None,
             in_ddl_txn: false,
             record: match (&job, settings.request) {
                 (Job::Write(req), Some(key)) => Some(requests::Record::new(
@@ -772,6 +780,13 @@ impl<E: DbFailure> Protocol<E> {
             (State::Count, other) => self.unexpected_feed(other),
             (State::Inspect, Feed::Reply(Reply::Count(n))) => self.inspected(n),
             (State::RowsCheck, Feed::Reply(Reply::Count(0))) => self.next_ddl(),
+            (State::Renumbering, Feed::Reply(Reply::Count(n))) => {
+                self.renumbered = u64::try_from(n).unwrap_or(0);
+                if n == 0 {
+                    self.ensured.retain(|f| *f != migration::Fix::Renumbered);
+                }
+                self.next_ddl()
+            }
             (State::RowsCheck, Feed::Reply(Reply::Count(n))) => {
                 self.fail(Failure::Refused(Error::SchemaMismatch {
                     table: self.settings.spec.table.to_owned(),
@@ -786,7 +801,10 @@ impl<E: DbFailure> Protocol<E> {
                 self.next_ddl()
             }
             (State::Ddl, Feed::Reply(_) | Feed::Ok) => self.next_ddl(),
-            (State::Inspect | State::RowsCheck | State::Ddl, Feed::Failed(e)) => {
+            (
+                State::Inspect | State::RowsCheck | State::Renumbering | State::Ddl,
+                Feed::Failed(e),
+            ) => {
                 if self.in_ddl_txn {
                     self.in_ddl_txn = false;
                     self.failure = Some(Failure::of(e));
@@ -802,7 +820,9 @@ impl<E: DbFailure> Protocol<E> {
                 let failure = self.take_failure();
                 self.fail(failure)
             }
-            (State::Inspect | State::RowsCheck | State::Ddl, other) => self.unexpected_feed(other),
+            (State::Inspect | State::RowsCheck | State::Renumbering | State::Ddl, other) => {
+                self.unexpected_feed(other)
+            }
             (State::Causal(_) | State::Read, other) => self.unexpected_feed(other),
             (State::Over, _) => self.fail(Failure::Refused(Error::Inconsistent(
                 "the protocol was driven past its end".into(),
@@ -858,7 +878,7 @@ impl<E: DbFailure> Protocol<E> {
             } => {
                 let keys = s.scope_key(*parent).and_then(|p| match after {
                     // a cursor of another table (an integer place for a table of keys)
-                    Some(c) if s.is_key() != matches!(c.position, Position::Key(_)) => {
+                    Some(c) if s.spec.strategy.check(&c.position).is_err() => {
                         Err(Error::InvalidPosition {
                             position: c.position.clone(),
                             reason: "the cursor is not of this list: start from the first page",
@@ -930,6 +950,7 @@ impl<E: DbFailure> Protocol<E> {
             self.ddl.push_back(Ddl::Commit);
         }
         self.ddl.extend(plan.after.into_iter().map(Ddl::Run));
+        self.renumbering = plan.renumbering;
         match plan.rows_check {
             Some(check) => {
                 self.state = State::RowsCheck;
@@ -941,6 +962,10 @@ impl<E: DbFailure> Protocol<E> {
 
     /// `ensure_ordering`: its next statement, or its report.
     fn next_ddl(&mut self) -> Io<E> {
+        if let Some(count) = self.renumbering.take() {
+            self.state = State::Renumbering;
+            return Io::Execute(count);
+        }
         self.state = State::Ddl;
         match self.ddl.pop_front() {
             Some(Ddl::Run(stmt)) => Io::Execute(sql::command(&stmt)),
@@ -957,7 +982,10 @@ impl<E: DbFailure> Protocol<E> {
             }
             None => {
                 let added = std::mem::take(&mut self.ensured);
-                self.finish(Finished::Ensured(migration::Ensured { added }))
+                self.finish(Finished::Ensured(migration::Ensured {
+                    added,
+                    renumbered: self.renumbered,
+                }))
             }
         }
     }

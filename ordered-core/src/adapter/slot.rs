@@ -60,7 +60,7 @@ impl<E> Slot<E> {
     pub fn int(&self) -> Result<i64, E> {
         self.position
             .as_int()
-            .ok_or_else(|| (self.error)("the position is a key, not an integer".into()))
+            .ok_or_else(|| (self.error)("the position is not an integer".into()))
     }
 
     /// The position as a fractional key; an error, usable with `?` in the insert
@@ -69,7 +69,28 @@ impl<E> Slot<E> {
         self.position
             .as_key()
             .map(str::to_owned)
-            .ok_or_else(|| (self.error)("the position is an integer, not a key".into()))
+            .ok_or_else(|| (self.error)("the position is not a key".into()))
+    }
+
+    /// The position as a number ([`crate::Numeric`]), for a `DOUBLE PRECISION` column;
+    /// an error, usable with `?` in the insert closure, if the table stores integers or
+    /// keys. For a `NUMERIC(p, s)` column, [`decimal`](Self::decimal) is the exact
+    /// value.
+    pub fn float(&self) -> Result<f64, E> {
+        self.position
+            .as_num()
+            .ok_or_else(|| (self.error)("the position is not a number".into()))
+    }
+
+    /// The position as the decimal text of a `NUMERIC(p, s)` column
+    /// ([`Numeric::decimal`](crate::Numeric::decimal)): parse it into your decimal type
+    /// (`BigDecimal::from_str`, `Decimal::from_str`). The strategy keeps every position
+    /// on the column's scale with at most 15 digits, so this text is the exact value.
+    pub fn decimal(&self) -> Result<String, E> {
+        self.position
+            .as_num()
+            .map(|v| v.to_string())
+            .ok_or_else(|| (self.error)("the position is not a number".into()))
     }
 }
 

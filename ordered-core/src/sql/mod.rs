@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use crate::id::{Id, KeyType};
 use crate::plan::{Passes, RangeRead, Read, Row, Write};
-use crate::position::{PARK_POSITION, Position, PositionKind, TEMP_KEY_PREFIX};
+use crate::position::{Num, PARK_POSITION, Position, PositionKind, TEMP_KEY_PREFIX};
 use crate::spec::{ScopeColumn, Spec};
 
 /// The SQL engine.
@@ -85,6 +85,9 @@ pub enum Arg {
     Text(String),
     /// Bytes (a UUID in binary form, `BINARY(16)` or an SQLite blob).
     Bytes(Vec<u8>),
+    /// A double-precision float (`DOUBLE PRECISION`): a numeric position, cast to the
+    /// column's type in the SQL where the engine needs it.
+    F64(Num),
 }
 
 impl From<&Position> for Arg {
@@ -92,6 +95,7 @@ impl From<&Position> for Arg {
         match p {
             Position::Int(v) => Arg::I64(*v),
             Position::Key(k) => Arg::Text(k.clone()),
+            Position::Num(n) => Arg::F64(*n),
         }
     }
 }
@@ -131,8 +135,13 @@ pub struct Wire {
     /// parse them with [`Wire::row`] (and a parent row's `o_id` with
     /// [`Wire::parent_key`]).
     pub text: bool,
-    /// Positions are fractional keys (text) rather than integers.
+    /// Positions come back as text rather than integers: fractional keys, or numbers
+    /// ([`Wire::num`]). Decode `o_pos` as text and make it a position with
+    /// [`Wire::position`].
     pub key: bool,
+    /// Positions are numbers ([`crate::Numeric`]), handed back as text that reads back
+    /// as the same `f64` ([`Wire::position`] parses it).
+    pub num: bool,
     /// The items' key type.
     pub id: KeyType,
     /// The scope's key type.
@@ -169,6 +178,7 @@ impl Wire {
     pub const PLAIN: Wire = Wire {
         text: false,
         key: false,
+        num: false,
         id: KeyType::Int,
         parent: KeyType::Int,
         split: &[],
@@ -181,7 +191,8 @@ impl Wire {
     pub fn of(spec: &Spec) -> Wire {
         Wire {
             text: spec.text_wire(),
-            key: is_key(spec),
+            key: is_text_position(spec),
+            num: spec.strategy.kind().is_numeric(),
             id: spec.id_type,
             parent: spec.parent_type,
             split: spec.split_by,
@@ -196,7 +207,7 @@ impl Wire {
     /// `:` and the value (`1:74:todo` is `(7, "todo")`), parsed into an [`Id::Tuple`].
     pub fn row(&self, id: &str, parent: &str, position: String) -> Result<Row, DecodeError> {
         let position = if self.key {
-            Position::Key(position)
+            self.position(position)?
         } else {
             Position::Int(position.trim().parse().map_err(|_| DecodeError {
                 value: position.clone(),
@@ -266,6 +277,38 @@ impl Wire {
                 expected: "a nullable scope value",
             }),
         }
+    }
+
+    /// A position handed back as text ([`Wire::key`]): a fractional key as it is, a
+    /// number parsed. A number that is not a finite `f64` other than `-0` (NaN, an
+    /// infinity, `-0`: values an app wrote around the library) stays text, which
+    /// the strategy's [`check`](crate::PositionStrategy::check) then refuses as an
+    /// invalid position, so that an operation on its list is refused with a typed
+    /// error and `verify` reports the row.
+    ///
+    /// ```
+    /// use ordered_core::adapter::{Wire, sql};
+    /// use ordered_core::{Numeric, Position, Spec};
+    ///
+    /// const CARDS: Spec = Spec::new("cards", "list_id", "lists").with_strategy(&Numeric::FLOAT);
+    /// let wire = Wire::of(&CARDS);
+    /// assert_eq!(wire.position("0.30000000000000004".into())?, Position::Num((0.1f64 + 0.2).try_into().unwrap()));
+    /// assert_eq!(wire.position("NaN".into())?, Position::Key("NaN".into()));
+    /// # Ok::<(), sql::DecodeError>(())
+    /// ```
+    pub fn position(&self, text: String) -> Result<Position, DecodeError> {
+        if !self.num {
+            return Ok(Position::Key(text));
+        }
+        let t = text.trim();
+        let v: f64 = t.parse().map_err(|_| DecodeError {
+            value: text.clone(),
+            expected: "a numeric position",
+        })?;
+        Ok(match Num::new(v) {
+            Some(n) => Position::Num(n),
+            None => Position::Key(t.to_owned()),
+        })
     }
 
     /// A parent key (a parent row's `o_id`) handed back as text.
@@ -378,6 +421,26 @@ impl B {
     }
     fn i(&mut self, v: i64) -> &mut Self {
         self.bind(Arg::I64(v))
+    }
+    /// A position of `spec`'s column: a number cast to the column's type where the
+    /// engine would otherwise compare in floating point (a `NUMERIC` column against a
+    /// `DOUBLE PRECISION` parameter compares as floats, past the index) or cannot infer
+    /// the type (PostgreSQL inside `CASE`).
+    fn pos(&mut self, spec: &Spec, p: &Position) -> &mut Self {
+        match (spec.strategy.kind(), p, self.d) {
+            (PositionKind::Decimal { .. }, Position::Num(_), Dialect::Postgres) => {
+                self.s("CAST(").bind(p.into()).s(" AS NUMERIC)")
+            }
+            (PositionKind::Decimal { precision, scale }, Position::Num(_), Dialect::Mysql) => {
+                self.s("CAST(").bind(p.into());
+                let _ = write!(self.sql, " AS DECIMAL({precision}, {scale}))");
+                self
+            }
+            (_, Position::Num(_), Dialect::Postgres) => {
+                self.s("CAST(").bind(p.into()).s(" AS DOUBLE PRECISION)")
+            }
+            _ => self.bind(p.into()),
+        }
     }
     /// A key of a column of type `ty`: an integer, a UUID (text cast to `uuid` on
     /// PostgreSQL, 16 bytes on the others, or its hyphenated text) or a string.
@@ -597,6 +660,24 @@ fn is_key(spec: &Spec) -> bool {
     matches!(spec.strategy.kind(), PositionKind::Key { .. })
 }
 
+/// Positions come back as text: keys, and numbers (see [`Wire::position`]).
+fn is_text_position(spec: &Spec) -> bool {
+    is_key(spec) || spec.strategy.kind().is_numeric()
+}
+
+/// A numeric position column as text that reads back as the same `f64`: PostgreSQL's
+/// and MySQL/MariaDB's conversions give the shortest such decimal (and a `NUMERIC`'s
+/// own digits); SQLite's gives 15 digits, so it prints 17.
+fn num_text(b: &mut B, f: impl FnOnce(&mut B)) {
+    if b.d == Dialect::Sqlite {
+        b.s("printf('%!.17g', ");
+        f(b);
+        b.s(")");
+    } else {
+        b.cast_text(f);
+    }
+}
+
 /// The columns every item read selects, aliased `o_id`, `o_parent`, `o_pos`.
 fn item_columns(b: &mut B, spec: &Spec) {
     item_columns_of(b, spec, None);
@@ -615,7 +696,9 @@ fn item_columns_of(b: &mut B, spec: &Spec, alias: Option<&str>) {
         .s(" AS o_id, ")
         .scope_out(spec, text, alias)
         .s(" AS o_parent, ");
-    if text && !is_key(spec) {
+    if spec.strategy.kind().is_numeric() {
+        num_text(b, |b| col(b, spec.position));
+    } else if text && !is_key(spec) {
         b.cast_text(|b| col(b, spec.position));
     } else if is_key(spec) {
         if b.d == Dialect::Mysql {

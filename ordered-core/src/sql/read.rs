@@ -172,7 +172,7 @@ pub(super) fn version_columns(b: &mut B, spec: &Spec) {
         b.id(spec.parent_id);
     })
     .s(" AS o_parent, ");
-    if is_key(spec) {
+    if is_text_position(spec) {
         b.s("CAST(");
         version(b);
         b.s(" AS CHAR)");
@@ -194,6 +194,8 @@ pub fn fused_versions(probes: &[Probe], rows: &[(i64, Row)]) -> Vec<(Id, i64)> {
             let v = match &row.position {
                 Position::Int(v) => *v,
                 Position::Key(k) => k.parse().ok()?,
+                // a version is an integer below 2^53: exact
+                Position::Num(n) => n.get() as i64,
             };
             Some((*parent, v))
         })
@@ -308,10 +310,10 @@ pub fn read(d: Dialect, spec: &Spec, r: &Read, locking: bool) -> Statement {
 pub(super) fn range(b: &mut B, spec: &Spec, r: &RangeRead) {
     b.scope_is(spec, None, r.parent);
     if let Some(p) = &r.above {
-        b.s(" AND ").id(spec.position).s(" > ").bind(p.into());
+        b.s(" AND ").id(spec.position).s(" > ").pos(spec, p);
     }
     if let Some(p) = &r.below {
-        b.s(" AND ").id(spec.position).s(" < ").bind(p.into());
+        b.s(" AND ").id(spec.position).s(" < ").pos(spec, p);
     }
     if let Some(x) = r.exclude {
         b.s(" AND ").id(spec.id).s(" <> ").item(spec, x);
@@ -538,9 +540,9 @@ fn versioned(d: Dialect, spec: &Spec, parent: Id, models: bool, page: PageBounds
         if let Some((Some((pos, id)), _)) = page {
             b.s(" AND (");
             col(b, "o_i", spec.position);
-            b.s(" > ").bind(pos.into()).s(" OR (");
+            b.s(" > ").pos(spec, pos).s(" OR (");
             col(b, "o_i", spec.position);
-            b.s(" = ").bind(pos.into()).s(" AND ");
+            b.s(" = ").pos(spec, pos).s(" AND ");
             col(b, "o_i", spec.id);
             b.s(" > ").item(spec, id).s("))");
         }
@@ -608,5 +610,5 @@ pub(super) fn slot_filter(b: &mut B, spec: &Spec, parent: Id, op: &str, position
         .s(" AND ")
         .id(spec.position)
         .s(op)
-        .bind(position.into());
+        .pos(spec, position);
 }

@@ -415,6 +415,21 @@ fn version_terms(
     }
 }
 
+/// The adoption of a numeric column ([`crate::migration::SchemaPlan::renumbering`]):
+/// counts the rows `o_s` for which `lists` holds (those of the lists it renumbers).
+pub fn rows_reset(d: Dialect, spec: &Spec, lists: &str) -> Statement {
+    let mut b = B::new(d);
+    b.s("SELECT ")
+        .cast_int(|b| {
+            b.s("COUNT(*)");
+        })
+        .s(" AS o_count FROM ")
+        .id(spec.table)
+        .s(" AS o_s WHERE ")
+        .s(lists);
+    b.done(Returns::Count)
+}
+
 /// Counts the rows of the table that would make a constraint `ensure_ordering` adds
 /// fail: with `all`, the positions shared by several rows of one list, the rows without
 /// a position, and the positions outside the library's domain; without, only the last

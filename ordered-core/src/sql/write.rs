@@ -18,7 +18,7 @@ pub fn write(d: Dialect, spec: &Spec, w: &Write) -> Vec<Statement> {
                 .scope_set(spec, *parent)
                 .id(spec.position)
                 .s(" = ")
-                .bind(position.into())
+                .pos(spec, position)
                 .s(" WHERE ")
                 .item_is(spec, None, *id);
             vec![b.done(Returns::Nothing)]
@@ -399,7 +399,7 @@ pub(super) fn assign(
                     b.s("CAST(").bind(p.into()).s(" AS TEXT)");
                 }
                 _ => {
-                    b.bind(p.into());
+                    b.pos(spec, p);
                 }
             }
         }
