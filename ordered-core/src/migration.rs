@@ -813,7 +813,7 @@ fn plan(d: Dialect, spec: &Spec, f: Facts, mode: Mode<'_>) -> Result<SchemaPlan,
             ),
         ));
     }
-    if f.has(SCHEMA_NULLABLE) && !integer && d == Dialect::Mysql {
+    if f.has(SCHEMA_NULLABLE) && !integer && !numeric && d == Dialect::Mysql {
         return Err(mismatch(
             spec,
             "its key column accepts NULL",

@@ -714,11 +714,7 @@ impl PositionStrategy for Numeric {
             }
             (None, Some(b)) => {
                 let down = self.grid(b - self.spacing);
-                if down > 0.0 {
-                    down
-                } else {
-                    self.grid(b / 2.0)
-                }
+                if down > 0.0 { down } else { self.grid(b / 2.0) }
             }
             (Some(a), Some(b)) => self.grid(a + (b - a) / 2.0),
         };

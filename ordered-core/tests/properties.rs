@@ -8,8 +8,8 @@ use std::collections::HashMap;
 
 use ordered_core::model::Store;
 use ordered_core::{
-    Dense, Error, Fractional, Gapped, Id, Numeric, Placement, PositionStrategy, RebalancePolicy, Request,
-    Spec, key,
+    Dense, Error, Fractional, Gapped, Id, Numeric, Placement, PositionStrategy, RebalancePolicy,
+    Request, Spec, key,
 };
 use proptest::prelude::*;
 
@@ -236,7 +236,10 @@ fn hundred_thousand_random_ops_decimal_window() {
 
 #[test]
 fn hundred_thousand_random_ops_float_default_window() {
-    assert_eq!(run(&Numeric::FLOAT, RebalancePolicy::Window, 100_000, 41), 0);
+    assert_eq!(
+        run(&Numeric::FLOAT, RebalancePolicy::Window, 100_000, 41),
+        0
+    );
 }
 
 #[test]

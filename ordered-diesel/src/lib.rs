@@ -140,10 +140,9 @@ pub use ordered_core::requests::{self, RequestKey};
 pub use ordered_core::spec::Removal;
 pub use ordered_core::{
     AppKey, BadCursor, Concurrency, Cursor, Dense, Dialect, Fractional, Gapped, Id, Inserted, Key,
-    Numeric,
-    KeyType, Listing, MAX_POSITION, MIN_POSITION, NullScope, Ordered, Outcome, Page, Placement,
-    Position, PositionKind, PositionStrategy, RebalancePolicy, Report, Request, RetryPolicy, Row,
-    RowPage, ScopeColumn, Spec,
+    KeyType, Listing, MAX_POSITION, MIN_POSITION, NullScope, Numeric, Ordered, Outcome, Page,
+    Placement, Position, PositionKind, PositionStrategy, RebalancePolicy, Report, Request,
+    RetryPolicy, Row, RowPage, ScopeColumn, Spec,
 };
 
 #[doc(hidden)]

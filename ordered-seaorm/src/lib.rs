@@ -96,10 +96,9 @@ pub use ordered_core::requests::{self, RequestKey};
 pub use ordered_core::spec::Removal;
 pub use ordered_core::{
     AppKey, BadCursor, Concurrency, Cursor, Dense, Dialect, Fractional, Gapped, Id, Inserted, Key,
-    Numeric,
-    KeyType, Listing, MAX_POSITION, MIN_POSITION, NullScope, Outcome, Page, Placement, Position,
-    PositionKind, PositionStrategy, RebalancePolicy, Report, Request, RetryPolicy, Row, RowPage,
-    ScopeColumn, Spec, key,
+    KeyType, Listing, MAX_POSITION, MIN_POSITION, NullScope, Numeric, Outcome, Page, Placement,
+    Position, PositionKind, PositionStrategy, RebalancePolicy, Report, Request, RetryPolicy, Row,
+    RowPage, ScopeColumn, Spec, key,
 };
 
 /// A model field type that can hold an ordered table's keys (the primary key and the

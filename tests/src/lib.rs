@@ -56,6 +56,26 @@ pub struct Schema {
     pub int32_position: bool,
     /// A tree whose parent foreign key is `ON DELETE SET NULL` instead of `CASCADE`.
     pub set_null: bool,
+    /// Positions are numbers: `DOUBLE PRECISION` with a tight spacing ([`Numbers::Float`]),
+    /// `NUMERIC(9, 2)` ([`Numbers::Decimal`]), or the app's own Trello-style float
+    /// column before adoption ([`Numbers::Trello`], with [`Schema::own`]).
+    pub numbers: Numbers,
+}
+
+/// What a numeric script's positions are ([`Schema::numbers`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Numbers {
+    /// Not numbers.
+    No,
+    /// Floats 8 apart, a gap full under 1/16.
+    Float,
+    /// `NUMERIC(9, 2)` 1.00 apart, a gap full under 0.01.
+    Decimal,
+    /// Floats 65,535 apart (the default), adopted from the app's own column: list 1
+    /// holds `65535, 131070, 98302.5, 114686.25, 196605` (kept), list 2 `65535, 65535,
+    /// -1, NULL` (a shared value, a negative one and a missing one: renumbered in the
+    /// order -1, the two 65535 by id, NULL). Items 0 to 8 are the seeded rows.
+    Trello,
 }
 
 impl Schema {
@@ -77,6 +97,7 @@ impl Schema {
         parent_version: false,
         int32_position: false,
         set_null: false,
+        numbers: Numbers::No,
     };
     /// `BIGINT` keys, fractional-key positions.
     pub const KEYS: Schema = Schema {
@@ -236,6 +257,10 @@ pub enum Step {
     /// The app writes this position (`None`: NULL) into an item's row around the
     /// library: the scripts expect the schema to refuse it.
     WriteAround(usize, Option<i64>),
+    /// The app writes this number into an item's position around the library: a value
+    /// the database takes (the temporary range below 0 is inside the column's CHECK)
+    /// but the numeric strategy refuses when it reads it.
+    WriteNumber(usize, i64),
     /// Remove a tree's row under this removal policy.
     RemoveWith(usize, ordered_core::Removal),
     /// Read a page of at most this many rows of a collection (`page`), from where
@@ -594,7 +619,88 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
         Reorder(2, vec![1, 3, 5, 7, 9]),    // 20: p2 t1 t2 t3 t4 t5
         Rebalance(1),                       // 21
     ];
+    // floats 8 apart, a gap full under 1/16: 12, 10, 9, 8.5, 8.25, 8.125, 8.0625 after
+    // item 0, then the midpoint would be 1/32 from it: a relabel
+    let numeric: Vec<Step> = [
+        Insert(1, Last),
+        Insert(1, Last),
+        Insert(1, Last),
+        Insert(2, Last),
+    ]
+    .into_iter()
+    .chain((0..8).map(|_| Insert(1, After(0)))) // 4..=11: the 8th relabels
+    .chain([
+        Move(2, Before(0)),                 // 12: 4, below the first (8) by halving
+        Move(1, First),                     // 13: 2
+        MoveTo(0, 2, First),                // 14: into list 2, before its 8: 4
+        Swap(1, 2),                         // 15
+        Remove(5),                          // 16: 2 1 11 10 9 8 7 6 4
+        Move(1, Between(Some(6), Some(7))), // 17: stale (7 comes before 6)
+        Move(1, After(999)),                // 18: missing anchor
+        Move(1, After(1)),                  // 19: self reference
+        Move(1, After(0)),                  // 20: anchor in another list
+        MoveExpecting(1, Last, 1),          // 21: stale version
+        Insert(77, Last),                   // 22: missing parent
+        MoveAfterWrongKey(1),               // 23: a key of the wrong type
+        WriteNumber(6, -1),                 // 24: the app writes -1 around the library
+        Move(1, After(6)),                  // 25: refused on read: invalid_position
+        Rebalance(1),                       // 26: heals: 8 16 24 ...
+        Move(4, First),                     // 27
+    ])
+    .collect();
+    // NUMERIC(9, 2) one unit apart: midpoints on the grid of hundredths until a gap is
+    // full, then a relabel; every value reads back as the decimal it is
+    let decimal: Vec<Step> = [Insert(1, Last), Insert(1, Last), Insert(2, Last)]
+        .into_iter()
+        .chain((0..10).map(|_| Insert(1, After(0)))) // 3..=12: 1.5 1.25 1.13 ...
+        .chain([
+            Move(1, First),                       // 13
+            MoveTo(0, 2, Last),                   // 14
+            Swap(1, 3),                           // 15
+            Remove(4),                            // 16
+            Move(5, After(999)),                  // 17: missing anchor
+            Rebalance(1),                         // 18
+            Insert(1, Between(Some(1), Some(5))), // 19
+        ])
+        .collect();
     vec![
+        (
+            "numeric_positions",
+            Schema {
+                numbers: Numbers::Float,
+                ..ints
+            },
+            numeric,
+        ),
+        (
+            "numeric_decimal",
+            Schema {
+                numbers: Numbers::Decimal,
+                ..ints
+            },
+            decimal,
+        ),
+        (
+            // a Trello-style float column adopted: list 1 keeps its values, list 2 (a
+            // shared value, a negative one, a NULL) is renumbered in its order
+            "float_column_adopted",
+            Schema {
+                own: true,
+                numbers: Numbers::Trello,
+                ..ints
+            },
+            vec![
+                CheckSchema,                          // 0: refused
+                Adopt,                                // 1
+                Adopt,                                // 2: nothing
+                CheckSchema,                          // 3
+                Insert(1, Between(Some(2), Some(3))), // 4 (item 9): 106494.375
+                Move(4, First),                       // 5: 32767.5
+                Insert(2, Last),                      // 6 (item 10): 327675
+                Move(8, Between(Some(7), Some(5))),   // 7
+                Rebalance(2),                         // 8
+            ],
+        ),
         ("association_table", Schema { link: true, ..ints }, links),
         (
             "composite_no_parent",

@@ -4,11 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use diesel::connection::SimpleConnection;
-use ordered_conformance::{PageFrom, Schema, Step, scripts};
+use ordered_conformance::{Numbers, PageFrom, Schema, Step, scripts};
 use ordered_core::adapter::{Reply, Returns, Statement, Wire, sql};
 use ordered_core::migration::{create_parent_table, create_requests_table, create_table};
 use ordered_core::{
-    Changes, Concurrency, Cursor, Dialect, Fractional, Gapped, Id, KeyType, Position,
+    Changes, Concurrency, Cursor, Dialect, Fractional, Gapped, Id, KeyType, Numeric, Position,
     PositionStrategy, Request, Row, ScopeColumn, Spec,
 };
 use sea_orm::{ConnectionTrait, Database, TransactionTrait};
@@ -16,6 +16,10 @@ use sea_orm::{ConnectionTrait, Database, TransactionTrait};
 static TIGHT: Gapped = Gapped::new(4);
 /// The further scope column of the split scripts: lists per `(parent_id, status)`.
 static STATUS: [ScopeColumn; 1] = [ScopeColumn::text("status")];
+/// Floats whose gaps fill after a few halvings.
+static TIGHT_FLOATS: Numeric = Numeric::float(8.0).with_min_gap(1.0 / 16.0);
+/// `NUMERIC(9, 2)` one unit apart: a gap of 100 hundredths halves six times.
+static DECIMALS: Numeric = Numeric::decimal(9, 2).with_spacing(1.0);
 static SHORT_KEYS: Fractional = Fractional::new(ordered_core::key::Alphabet::BASE62, 10);
 
 /// What one step returned: the item's final position and the changes it reported, or
@@ -366,7 +370,13 @@ fn leak(s: String) -> &'static str {
 }
 
 fn spec(script: &str, orm: &str, schema: Schema) -> Spec {
-    let strategy: &'static dyn PositionStrategy = if schema.keys { &SHORT_KEYS } else { &TIGHT };
+    let strategy: &'static dyn PositionStrategy = match schema.numbers {
+        Numbers::Float => &TIGHT_FLOATS,
+        Numbers::Decimal => &DECIMALS,
+        Numbers::Trello => &Numeric::FLOAT,
+        Numbers::No if schema.keys => &SHORT_KEYS,
+        Numbers::No => &TIGHT,
+    };
     let s = Spec::new(
         leak(format!("k_{script}_{orm}_i")),
         "parent_id",
@@ -451,7 +461,7 @@ fn ddl(d: Dialect, s: &Spec, schema: Schema) -> Vec<String> {
         cols.push(("archived", "INTEGER NOT NULL DEFAULT 0"));
     }
     if schema.adopt || schema.own {
-        out.extend(app_table(d, s, schema.adopt));
+        out.extend(app_table(d, s, schema.adopt, schema.numbers));
     } else {
         let mut table = create_table(d, s, &cols).up;
         for stmt in &mut table {
@@ -523,8 +533,43 @@ fn ddl(d: Dialect, s: &Spec, schema: Schema) -> Vec<String> {
 /// An app's own table before it adopts the library ([`Schema::adopt`]): a nullable
 /// integer position it ordered by itself, five rows (ids in insertion order), then the
 /// adoption migration.
-fn app_table(d: Dialect, s: &Spec, adopt: bool) -> Vec<String> {
+fn app_table(d: Dialect, s: &Spec, adopt: bool, numbers: Numbers) -> Vec<String> {
     let q = |x: &str| sql::quote(d, x);
+    if numbers == Numbers::Trello {
+        let float = match d {
+            Dialect::Postgres => "DOUBLE PRECISION",
+            Dialect::Mysql => "DOUBLE",
+            Dialect::Sqlite => "REAL",
+        };
+        let mut out = vec![format!(
+            "CREATE TABLE {} ({} {}, {} BIGINT NOT NULL, {} VARCHAR(20) NOT NULL DEFAULT '', {} {float} NULL)",
+            q(s.table),
+            q("id"),
+            ordered_core::migration::serial_primary_key(d),
+            q("parent_id"),
+            q("title"),
+            q("position")
+        )];
+        for (parent, position) in [
+            (1, "65535"),
+            (1, "131070"),
+            (1, "98302.5"),
+            (1, "114686.25"),
+            (1, "196605"),
+            (2, "65535"),
+            (2, "65535"),
+            (2, "-1"),
+            (2, "NULL"),
+        ] {
+            out.push(format!(
+                "INSERT INTO {} ({}, {}) VALUES ({parent}, {position})",
+                q(s.table),
+                q("parent_id"),
+                q("position")
+            ));
+        }
+        return out;
+    }
     let mut out = vec![format!(
         "CREATE TABLE {} ({} {}, {} BIGINT NOT NULL, {} VARCHAR(20) NOT NULL DEFAULT '', {} INTEGER NULL)",
         q(s.table),
@@ -569,11 +614,18 @@ fn id_bounds(d: Dialect, s: &Spec) -> [Statement; 2] {
 
 /// The five seeded ids between those bounds (an auto-increment steps evenly: by 1, or
 /// on a Galera cluster by its size).
-fn own_ids(bounds: [Reply; 2]) -> Vec<Id> {
+fn own_ids(bounds: [Reply; 2], schema: Schema) -> Vec<Id> {
     let [Reply::Count(lo), Reply::Count(hi)] = bounds else {
         panic!("{bounds:?}")
     };
-    (0..5).map(|k| Id::Int(lo + k * (hi - lo) / 4)).collect()
+    let n = if schema.numbers == Numbers::Trello {
+        9
+    } else {
+        5
+    };
+    (0..n)
+        .map(|k| Id::Int(lo + k * (hi - lo) / (n - 1)))
+        .collect()
 }
 
 /// What [`Step::DropUnique`] runs: SeaORM 2.0's schema sync dropping the constraint.
@@ -609,9 +661,13 @@ fn around<E: std::fmt::Display>(r: Result<(), E>) -> Outcome {
 }
 
 /// The outcome of `ensure_ordering` or `adopt_ordering`: the mask of what it added.
+/// The rows a numeric adoption renumbered go above bit 24.
 fn ensured(e: ordered_core::migration::Ensured) -> (Option<Position>, Changes) {
+    let renumbered = i64::try_from(e.renumbered).unwrap_or(0) << 24;
     (
-        Some(Position::Int(ordered_conformance::fixes_mask(&e))),
+        Some(Position::Int(
+            ordered_conformance::fixes_mask(&e) + renumbered,
+        )),
         Changes::default(),
     )
 }
@@ -631,6 +687,10 @@ fn check_any(
     match step {
         // archiving is the app's own write: the row leaves the shown list
         Step::Archive(_) => {}
+        // the app's own write of a number the database takes
+        Step::WriteNumber(..) => {
+            assert!(r.is_ok(), "{tag} {name} step {i}: {r:?}");
+        }
         Step::Ensure | Step::Adopt | Step::CheckSchema | Step::DropUnique => {
             let renumbered = matches!(r, Ok((Some(Position::Int(m)), _)) if m & 8 != 0);
             if !renumbered {
@@ -925,7 +985,10 @@ where
     // the cursor the last page step returned
     let mut cursor: Option<Cursor> = None;
     let mut ids: Vec<Id> = if schema.own {
-        own_ids(id_bounds(C::DIALECT, &s).map(|st| conn.run(&st, Wire::PLAIN).unwrap()))
+        own_ids(
+            id_bounds(C::DIALECT, &s).map(|st| conn.run(&st, Wire::PLAIN).unwrap()),
+            schema,
+        )
     } else if schema.adopt {
         seeded(all_rows(&mut conn, &s, schema))
     } else {
@@ -1039,6 +1102,9 @@ where
             }
             WriteAround(i, v) => {
                 around(conn.batch_execute(&write_around(C::DIALECT, &s, ids[*i], *v)))
+            }
+            WriteNumber(i, v) => {
+                around(conn.batch_execute(&write_around(C::DIALECT, &s, ids[*i], Some(*v))))
             }
             MoveUp(i) => diesel_outcome(o.move_up(&mut conn, ids[*i]), pos),
             MoveToWrongScope(i) => diesel_outcome(
@@ -1212,10 +1278,13 @@ where
     let mut cursor: Option<Cursor> = None;
     let mut ids: Vec<Id> = if schema.own {
         let [lo, hi] = id_bounds(d, &s);
-        own_ids([
-            conn.run(&lo, Wire::PLAIN).await.unwrap(),
-            conn.run(&hi, Wire::PLAIN).await.unwrap(),
-        ])
+        own_ids(
+            [
+                conn.run(&lo, Wire::PLAIN).await.unwrap(),
+                conn.run(&hi, Wire::PLAIN).await.unwrap(),
+            ],
+            schema,
+        )
     } else if schema.adopt {
         seeded(all_rows_async(&mut conn, &s, schema).await)
     } else {
@@ -1335,6 +1404,10 @@ where
             WriteAround(i, v) => {
                 around(conn.batch_execute(&write_around(d, &s, ids[*i], *v)).await)
             }
+            WriteNumber(i, v) => around(
+                conn.batch_execute(&write_around(d, &s, ids[*i], Some(*v)))
+                    .await,
+            ),
             MoveUp(i) => diesel_outcome(o.move_up(&mut conn, ids[*i]).await, pos),
             MoveToWrongScope(i) => diesel_outcome(
                 o.move_to_parent(
@@ -1492,14 +1565,17 @@ async fn run_seaorm(
     let mut cursor: Option<Cursor> = None;
     let mut ids: Vec<Id> = if schema.own {
         let [lo, hi] = id_bounds(d, &s);
-        own_ids([
-            ordered_seaorm::__private::run(&db, &lo, Wire::PLAIN)
-                .await
-                .unwrap(),
-            ordered_seaorm::__private::run(&db, &hi, Wire::PLAIN)
-                .await
-                .unwrap(),
-        ])
+        own_ids(
+            [
+                ordered_seaorm::__private::run(&db, &lo, Wire::PLAIN)
+                    .await
+                    .unwrap(),
+                ordered_seaorm::__private::run(&db, &hi, Wire::PLAIN)
+                    .await
+                    .unwrap(),
+            ],
+            schema,
+        )
     } else if schema.adopt {
         seeded(all_rows_seaorm(&db, &s, schema).await)
     } else {
@@ -1610,6 +1686,11 @@ async fn run_seaorm(
             }
             WriteAround(i, v) => around(
                 db.execute_unprepared(&write_around(d, &s, ids[*i], *v))
+                    .await
+                    .map(|_| ()),
+            ),
+            WriteNumber(i, v) => around(
+                db.execute_unprepared(&write_around(d, &s, ids[*i], Some(*v)))
                     .await
                     .map(|_| ()),
             ),
@@ -2078,6 +2159,129 @@ fn expected(engine: &str, name: &str, d: &Run) {
             before.versions[0].version + 1,
             "{engine} {name}: the next write takes the next version"
         );
+    }
+    // the position a step returned, as a number
+    let num = |i: usize| -> f64 {
+        match &d.0[i] {
+            Ok((Some(p), _)) => p
+                .as_num()
+                .unwrap_or_else(|| panic!("{engine} {name} step {i}: {p:?}")),
+            other => panic!("{engine} {name} step {i}: {other:?}"),
+        }
+    };
+    // a list's positions in order
+    let positions = |p: i64| -> Vec<f64> {
+        let mut v: Vec<f64> =
+            d.1.iter()
+                .filter(|r| r.parent == Id::Int(p))
+                .filter_map(|r| r.position.as_num())
+                .collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    if name == "numeric_positions" {
+        // midpoints into one gap until the next would be closer than 1/16 to item 0
+        let got: Vec<f64> = (0..=10).map(num).collect();
+        assert_eq!(
+            got,
+            [
+                8.0, 16.0, 24.0, 8.0, 12.0, 10.0, 9.0, 8.5, 8.25, 8.125, 8.0625
+            ],
+            "{engine} {name}"
+        );
+        // then a relabel of a window, the rest of the list untouched
+        let relabel = ok(11);
+        assert!(
+            (2..=8).contains(&relabel.rows.len()),
+            "{engine} {name}: {relabel:?}"
+        );
+        assert!(num(12) < 8.0 && num(13) < num(12), "{engine} {name}");
+        for (i, code) in [
+            (17, "stale_neighbours"),
+            (18, "not_found"),
+            (19, "self_reference"),
+            (20, "not_in_collection"),
+            (21, "version_conflict"),
+            (22, "parent_not_found"),
+            (23, "wrong_key_type"),
+            // the app's -1 is refused where it is read, and the rebalance heals it
+            (25, "invalid_position"),
+        ] {
+            refused(i, code);
+        }
+        let _ = ok(24);
+        let healed = ok(26);
+        assert_eq!(healed.rows.len(), 9, "{engine} {name}: {healed:?}");
+        assert_eq!(
+            positions(1),
+            [4.0, 8.0, 16.0, 24.0, 32.0, 40.0, 48.0, 56.0, 64.0],
+            "{engine} {name}"
+        );
+    }
+    if name == "numeric_decimal" {
+        let got: Vec<f64> = (3..=9).map(num).collect();
+        assert_eq!(
+            got,
+            [1.5, 1.25, 1.13, 1.07, 1.04, 1.02, 1.01],
+            "{engine} {name}"
+        );
+        assert!(ok(10).rows.len() > 1, "{engine} {name}: a relabel");
+        refused(17, "not_found");
+        refused(19, "stale_neighbours");
+        // every value is a decimal of the column's scale, read back as it was written
+        for r in &d.1 {
+            let v = r.position.as_num().expect("a number");
+            assert_eq!((v * 100.0).round() / 100.0, v, "{engine} {name}: {r:?}");
+        }
+        assert_eq!(
+            positions(1),
+            (1..=10).map(f64::from).collect::<Vec<_>>(),
+            "{engine} {name}"
+        );
+    }
+    if name == "float_column_adopted" {
+        refused(0, "schema_mismatch");
+        // list 2's four rows renumbered, list 1 kept as it was
+        let first = added(1);
+        assert_eq!(first >> 24, 4, "{engine} {name}: {first}");
+        assert_ne!(first & 8, 0, "{engine} {name}: Renumbered");
+        assert_eq!(
+            added(2),
+            0,
+            "{engine} {name}: a second adoption changes nothing"
+        );
+        passed(3);
+        assert_eq!(
+            num(4),
+            106_494.375,
+            "{engine} {name}: the midpoint of two kept values"
+        );
+        assert_eq!(num(5), 32_767.5, "{engine} {name}");
+        assert_eq!(
+            positions(1),
+            [
+                32_767.5,
+                65_535.0,
+                98_302.5,
+                106_494.375,
+                114_686.25,
+                131_070.0
+            ],
+            "{engine} {name}"
+        );
+        assert_eq!(
+            positions(2),
+            [65_535.0, 131_070.0, 196_605.0, 262_140.0, 327_675.0],
+            "{engine} {name}"
+        );
+        if engine != "galera" {
+            // list 2 in the order the adoption gave it: -1, the shared 65535 by id, the
+            // NULL; item 8 moved after the first
+            let mut two: Vec<&Row> = d.1.iter().filter(|r| r.parent == Id::Int(2)).collect();
+            two.sort_by(|a, b| a.position.cmp(&b.position));
+            let order: Vec<Id> = two.iter().map(|r| r.id).collect();
+            assert_eq!(order, [8, 9, 6, 7, 11].map(Id::Int), "{engine} {name}");
+        }
     }
     if name == "version_or_neighbours" {
         let _ = ok(3);
