@@ -89,6 +89,10 @@ pub enum Reply {
     /// A request record ([`sql::Returns::Record`]): its digest and its outcome (JSON),
     /// `None` when there is none.
     Record(Option<(String, String)>),
+    /// Rows of a linked list ([`sql::Returns::Links`]): each row's id, its collection
+    /// and the id its link column names (`None`: NULL), as the statement handed them
+    /// back (text); the core parses them ([`sql::Wire::link_row`]).
+    Links(Vec<(String, String, Option<String>)>),
     /// A versioned list ([`sql::Returns::Listed`]): the parent's version (`None` when
     /// the parent row does not exist) and the items, in order.
     Listed {
@@ -1052,6 +1056,16 @@ impl Operation {
         match std::mem::replace(&mut self.awaiting, Awaiting::Nothing) {
             Awaiting::Read(q) => match reply {
                 Reply::Rows(rows) => self.reads.insert(*q, rows),
+                Reply::Links(rows) => {
+                    let wire = sql::Wire::of(&self.spec);
+                    let rows = rows
+                        .into_iter()
+                        .map(|(id, parent, link)| wire.link_row(&id, &parent, link.as_deref()))
+                        .map(|r| r.map(|(id, _, link)| (id, link)))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| Error::Inconsistent(e.to_string()))?;
+                    self.reads.insert_links(*q, rows);
+                }
                 other => return Err(unexpected("rows", &other)),
             },
             Awaiting::Lock(p) => match reply {
@@ -1510,7 +1524,10 @@ impl Operation {
                 out.push(Probe::Item(*b));
                 None
             }
-            Request::Remove { .. } | Request::Reorder { .. } | Request::Rebalance { .. } => None,
+            Request::Remove { .. }
+            | Request::Reorder { .. }
+            | Request::Rebalance { .. }
+            | Request::ConvertLinked { .. } => None,
         };
         if let (Some(id), Request::Insert { .. }) = (self.idempotency, &self.req) {
             out.push(Probe::Item(id));
@@ -1735,7 +1752,10 @@ fn moved_item(req: &Request) -> Option<Id> {
         | Request::Remove { item }
         | Request::MoveToParent { item, .. }
         | Request::Swap { a: item, .. } => Some(*item),
-        Request::Insert { .. } | Request::Reorder { .. } | Request::Rebalance { .. } => None,
+        Request::Insert { .. }
+        | Request::Reorder { .. }
+        | Request::Rebalance { .. }
+        | Request::ConvertLinked { .. } => None,
     }
 }
 

@@ -255,6 +255,11 @@ pub enum Error {
         /// The list.
         parent: Id,
     },
+    /// `convert_linked`: the list's links do not make one chain (several heads or none,
+    /// a cycle, a fork, a link to a row not in the list, rows the head does not
+    /// reach). Nothing was written to the list; the report names the rows to repair.
+    #[error("{0}: repair those links, then convert the list again; nothing was written to it")]
+    BrokenList(Box<crate::linked::Broken>),
     /// A tree's row with rows below it, removed under
     /// [`Removal::Refuse`](crate::spec::Removal::Refuse). Nothing was written.
     #[error("item {id} has items below it: move or remove them first")]
@@ -370,7 +375,7 @@ impl Error {
     /// `version_column_required`, `commit_dropped`, `partially_applied`,
     /// `invalid_request`, `schema_mismatch`, `inconsistent`, `constraint_violation`,
     /// `already_in_list`, `has_children`, `list_changed`, `idempotency_key_reused`,
-    /// `request_in_flight`.
+    /// `request_in_flight`, `broken_list`.
     ///
     /// ```
     /// use ordered_core::{Error, error::Status};
@@ -412,6 +417,7 @@ impl Error {
             Error::AlreadyInList { .. } => "already_in_list",
             Error::HasChildren { .. } => "has_children",
             Error::ListChanged { .. } => "list_changed",
+            Error::BrokenList(_) => "broken_list",
             Error::IdempotencyKeyReused { .. } => "idempotency_key_reused",
             Error::RequestInFlight { .. } => "request_in_flight",
             Error::SchemaMismatch { .. } => "schema_mismatch",
@@ -437,6 +443,8 @@ impl Error {
             | Error::HasChildren { .. }
             | Error::ListChanged { .. }
             | Error::AlreadyApplied { .. } => Status::Conflict,
+            // the rows say how the list is broken; the app repairs them
+            Error::BrokenList(_) => Status::Unprocessable,
             // a duplicate conflicts with an existing row; any other constraint says the
             // row cannot be stored as sent
             Error::Constraint { constraint } => match constraint.kind {

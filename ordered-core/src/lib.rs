@@ -46,6 +46,7 @@ mod engine;
 pub mod error;
 pub mod id;
 pub mod key;
+pub mod linked;
 pub mod migration;
 pub mod model;
 pub mod plan;

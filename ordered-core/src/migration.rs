@@ -1188,6 +1188,50 @@ pub fn add_ordering(d: Dialect, spec: &Spec, backfill: Backfill<'_>) -> Migratio
     Migration { up, down }
 }
 
+/// The first step of ordering a table whose rows get their positions from a program
+/// rather than from one statement (a linked list's conversion, `convert_linked`): the
+/// parent's version column (or the lock table) and the position column, nullable, with
+/// the domain CHECK (which admits NULL); no table rewrite where the engine allows it.
+/// Then every row gets a position, and `ensure_ordering` adds `NOT NULL` and the unique
+/// constraint (it refuses, changing nothing, while a row has none). The down drops
+/// the column and the version column.
+///
+/// ```
+/// use ordered_core::migration::add_position_column;
+/// use ordered_core::{Dialect, Spec};
+///
+/// const STEPS: Spec = Spec::new("steps", "checklist_id", "checklists").with_version("version");
+/// let m = add_position_column(Dialect::Postgres, &STEPS);
+/// assert!(m.up_sql().contains("ADD COLUMN \"position\" BIGINT NULL"));
+/// assert!(m.down_sql().contains("DROP COLUMN \"position\""));
+/// ```
+pub fn add_position_column(d: Dialect, spec: &Spec) -> Migration {
+    let t = q(d, spec.table);
+    let c = q(d, spec.position);
+    let ty = column_type(d, spec);
+    let mut up: Vec<String> = version_up(d, spec).into_iter().collect();
+    if d == Dialect::Sqlite {
+        // SQLite adds a CHECK only with the column
+        up.push(format!(
+            "ALTER TABLE {t} ADD COLUMN {c} {ty} NULL CHECK ({})",
+            check_expr(d, spec, true)
+        ));
+    } else {
+        up.push(format!("ALTER TABLE {t} ADD COLUMN {c} {ty} NULL"));
+        up.push(check_up(d, spec));
+    }
+    let mut down = Vec::new();
+    if d != Dialect::Sqlite {
+        down.push(format!(
+            "ALTER TABLE {t} DROP CONSTRAINT {}",
+            q(d, &domain_name(spec))
+        ));
+    }
+    down.push(format!("ALTER TABLE {t} DROP COLUMN {c}"));
+    down.extend(version_down(d, spec));
+    Migration { up, down }
+}
+
 /// The column type of a generated 64-bit primary key on `d` (the tables this module
 /// creates use it for their `id`).
 pub fn serial_primary_key(d: Dialect) -> &'static str {

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use crate::Id;
 use crate::error::Error;
+use crate::linked::Link;
 use crate::position::{MAX_POSITION, MIN_POSITION, PARK_POSITION, Position};
 use crate::spec::{Removal, Spec};
 use crate::strategy::{PositionStrategy, RebalancePolicy, Spread, SpreadMode};
@@ -113,6 +114,20 @@ pub enum Request {
         /// The collection.
         parent: Id,
     },
+    /// Give the rows of a collection kept as a linked list positions in chain order:
+    /// reads every row's `column` (the id of the row before it, [`Link::Prev`], or
+    /// after it, [`Link::Next`]) under the collection's lock, walks the chain from its
+    /// head ([`crate::linked::chain`]) and assigns every row a position; a list that
+    /// is not one chain is refused with [`Error::BrokenList`], writing nothing. The
+    /// link column is left as it was.
+    ConvertLinked {
+        /// The collection.
+        parent: Id,
+        /// The column holding the neighbour's id.
+        column: String,
+        /// Which neighbour it names.
+        link: Link,
+    },
 }
 
 impl Request {
@@ -130,6 +145,7 @@ impl Request {
             Request::Remove { .. } => "remove",
             Request::Reorder { .. } => "reorder",
             Request::Rebalance { .. } => "rebalance",
+            Request::ConvertLinked { .. } => "convert_linked",
         }
     }
 
@@ -165,7 +181,13 @@ impl Request {
             Request::Swap { a, b } => (vec![*a, *b], None),
             Request::Reorder { parent, ids } => (ids.clone(), Some(*parent)),
             Request::Rebalance { parent } => (Vec::new(), Some(*parent)),
+            Request::ConvertLinked { parent, .. } => (Vec::new(), Some(*parent)),
         };
+        if matches!(self, Request::ConvertLinked { .. }) && spec.is_link() {
+            return Some(Error::InvalidRequest(
+                "an association table's rows are named by their list and another key: convert_linked needs a table with an id column of its own",
+            ));
+        }
         if let Request::MoveToParent { item, parent, .. } = self
             && spec.is_link()
             && spec.check_item(*item).is_ok()
@@ -187,7 +209,8 @@ impl Request {
             Request::Insert { parent, .. }
             | Request::MoveToParent { parent, .. }
             | Request::Reorder { parent, .. }
-            | Request::Rebalance { parent } => Some(*parent),
+            | Request::Rebalance { parent }
+            | Request::ConvertLinked { parent, .. } => Some(*parent),
             _ => None,
         }
     }
@@ -215,6 +238,16 @@ pub enum Read {
     Descendants {
         /// The row whose subtree is read.
         of: Id,
+    },
+    /// Every row of `parent` with the id its link column `column` names (a linked list
+    /// being converted, [`Request::ConvertLinked`]), answered by
+    /// [`Reply::Links`](crate::adapter::Reply::Links); positions are not read (they
+    /// may be NULL until the conversion).
+    Links {
+        /// The collection.
+        parent: Id,
+        /// The link column.
+        column: String,
     },
 }
 
@@ -336,6 +369,7 @@ impl From<Error> for Step {
 #[derive(Debug, Clone, Default)]
 pub struct Reads {
     map: HashMap<Read, Vec<Row>>,
+    links: HashMap<Read, Vec<(Id, Option<Id>)>>,
 }
 
 impl Reads {
@@ -347,9 +381,20 @@ impl Reads {
     pub fn insert(&mut self, read: Read, rows: Vec<Row>) {
         self.map.insert(read, rows);
     }
+    /// Stores the rows of a [`Read::Links`]: each row's id and the id its link names.
+    pub fn insert_links(&mut self, read: Read, rows: Vec<(Id, Option<Id>)>) {
+        self.links.insert(read, rows);
+    }
     /// Forgets every read (after the parent lock is taken, reads start over).
     pub fn clear(&mut self) {
         self.map.clear();
+        self.links.clear();
+    }
+    fn links(&self, read: Read) -> Result<&[(Id, Option<Id>)], Step> {
+        match self.links.get(&read) {
+            Some(rows) => Ok(rows),
+            None => Err(Step::Read(Box::new(read))),
+        }
     }
     fn get(&self, read: Read) -> Result<&[Row], Step> {
         match self.map.get(&read) {
@@ -509,7 +554,8 @@ pub fn parents_to_lock(spec: &Spec, req: &Request, reads: &Reads) -> Result<Vec<
     let mut ps = match req {
         Request::Insert { parent, .. }
         | Request::Reorder { parent, .. }
-        | Request::Rebalance { parent } => vec![*parent],
+        | Request::Rebalance { parent }
+        | Request::ConvertLinked { parent, .. } => vec![*parent],
         Request::Move { item, .. } | Request::MoveUp { item } | Request::MoveDown { item } => {
             vec![parent_of(*item)?]
         }
@@ -534,7 +580,8 @@ pub fn primary_parent(req: &Request, locked_order: &[Id], reads: &Reads) -> Opti
     match req {
         Request::Insert { parent, .. }
         | Request::Reorder { parent, .. }
-        | Request::Rebalance { parent } => Some(*parent),
+        | Request::Rebalance { parent }
+        | Request::ConvertLinked { parent, .. } => Some(*parent),
         Request::Move { item, .. }
         | Request::MoveUp { item }
         | Request::MoveDown { item }
@@ -603,6 +650,11 @@ pub fn plan(spec: &Spec, req: &Request, reads: &Reads, locked: &[Id]) -> Result<
         Request::Remove { item } => p.remove(*item),
         Request::Reorder { parent, ids } => p.reorder(*parent, ids),
         Request::Rebalance { parent } => p.rebalance(*parent),
+        Request::ConvertLinked {
+            parent,
+            column,
+            link,
+        } => p.convert_linked(*parent, column, *link),
     }
 }
 
@@ -1299,6 +1351,41 @@ impl Planner<'_> {
             insert: None,
             position: None,
             relabelled,
+        })
+    }
+
+    /// [`Request::ConvertLinked`]: every row of the list, in chain order, gets a
+    /// position of an even spread, in one assignment; a list that is not one chain is
+    /// refused before anything is written.
+    fn convert_linked(&self, parent: Id, column: &str, link: Link) -> Result<Plan, Step> {
+        if !self.locked.contains(&self.lock_key(parent)) {
+            return Err(Error::ParentChanged { id: parent }.into());
+        }
+        let rows = self.reads.links(Read::Links {
+            parent,
+            column: column.to_owned(),
+        })?;
+        let order = crate::linked::chain(parent, rows, link)
+            .map_err(|b| Step::Fail(Error::BrokenList(Box::new(b))))?;
+        if order.is_empty() {
+            return Ok(Plan::default());
+        }
+        let n = order.len() as u64;
+        let spread = self
+            .s
+            .spread(None, None, n, SpreadMode::Fit)?
+            .ok_or(Step::Fail(Error::Exhausted))?;
+        let rows = order
+            .iter()
+            .enumerate()
+            .map(|(i, id)| spread.nth(i as u64).map(|p| (*id, p)))
+            .collect::<Option<Vec<_>>>()
+            .ok_or(Step::Fail(Error::Exhausted))?;
+        Ok(Plan {
+            writes: vec![Write::Assign { parent, rows }],
+            insert: None,
+            position: None,
+            relabelled: n,
         })
     }
 

@@ -219,6 +219,7 @@ macro_rules! async_server_connection {
                     Returns::Tagged if key => rows::tagged_key(q.load(self).await?),
                     Returns::Tagged => rows::tagged_int(q.load(self).await?),
                     Returns::Record => rows::record(q.load(self).await?),
+                    Returns::Links => rows::links(q.load(self).await?),
                 })
             }
         }

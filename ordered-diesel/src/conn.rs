@@ -306,6 +306,25 @@ pub(crate) mod rows {
         o_outcome: String,
     }
 
+    #[derive(diesel::QueryableByName)]
+    pub(crate) struct LinkRow {
+        #[diesel(sql_type = Text)]
+        o_id: String,
+        #[diesel(sql_type = Text)]
+        o_parent: String,
+        #[diesel(sql_type = Nullable<Text>)]
+        o_link: Option<String>,
+    }
+
+    /// The reply to a [`ordered_core::adapter::Returns::Links`] statement.
+    pub(crate) fn links(rows: Vec<LinkRow>) -> Reply {
+        Reply::Links(
+            rows.into_iter()
+                .map(|r| (r.o_id, r.o_parent, r.o_link))
+                .collect(),
+        )
+    }
+
     /// The reply to a [`ordered_core::adapter::Returns::Record`] statement.
     pub(crate) fn record(rows: Vec<RecordRow>) -> Reply {
         Reply::Record(rows.into_iter().next().map(|r| (r.o_digest, r.o_outcome)))
@@ -677,6 +696,7 @@ macro_rules! ordered_connection {
                         Returns::Tagged if key => rows::tagged_key(q.load(self)?),
                         Returns::Tagged => rows::tagged_int(q.load(self)?),
                         Returns::Record => rows::record(q.load(self)?),
+                        Returns::Links => rows::links(q.load(self)?),
                     })
                 })();
                 #[cfg(feature = "mysql")]

@@ -160,6 +160,17 @@ pub async fn run<C: ConnectionTrait>(db: &C, stmt: &Statement, wire: Wire) -> Re
             )),
             None => None,
         }),
+        Returns::Links => {
+            let mut out = Vec::new();
+            for r in db.query_all_raw(s).await? {
+                out.push((
+                    r.try_get::<String>("", "o_id")?,
+                    r.try_get::<String>("", "o_parent")?,
+                    r.try_get::<Option<String>>("", "o_link")?,
+                ));
+            }
+            Reply::Links(out)
+        }
         Returns::Count => Reply::Count(match db.query_one_raw(s).await? {
             Some(r) => r.try_get::<i64>("", "o_count")?,
             None => 0,

@@ -256,6 +256,61 @@ macro_rules! operations {
         });
 
         $crate::operations!(@fn $mode
+        /// Checks a table kept as a linked list (`column` names each row's neighbour,
+        /// the one before it with [`Link::Prev`](ordered_core::linked::Link), after it
+        /// with `Link::Next`) without writing: every list of the table and the ones
+        /// that are not one chain, each with the rows to repair (several heads or
+        /// none, a cycle, two rows naming one neighbour, a link to a row not in the
+        /// list, rows the head does not reach). One read of the whole table.
+        pub fn verify_linked<C: $rbound>(
+            &self,
+            conn: $conn,
+            column: &str,
+            link: $crate::linked::Link,
+        ) -> Result<$crate::linked::Survey> {
+            let job = $crate::adapter::Job::Links { column: column.to_owned(), link };
+            let f = $crate::operations!(@await $mode self.read(conn, job))?;
+            Ok(f.into_links()?)
+        });
+
+        $crate::operations!(@fn $mode
+        /// Converts a table kept as a linked list into positions, list by list: each
+        /// list in a transaction of its own under its lock (so writers that lock it
+        /// wait, and the links are read as they are under the lock), its rows given an
+        /// even spread of positions in chain order, the link column left as it was. A
+        /// list that is not one chain is left untouched and reported
+        /// ([`Converted::broken`](ordered_core::linked::Converted)), the others are
+        /// converted; run it again after repairing the links, then
+        /// [`ensure_ordering`](Self::ensure_ordering) adds `NOT NULL` and the unique
+        /// constraint. The position column must exist (nullable), with the parent's
+        /// version column: [`migration::add_position_column`](ordered_core::migration::add_position_column).
+        pub fn convert_linked<C: $cbound>(
+            &self,
+            conn: $conn,
+            column: &str,
+            link: $crate::linked::Link,
+        ) -> Result<$crate::linked::Converted> {
+            let job = $crate::adapter::Job::Links { column: column.to_owned(), link };
+            let mut conn = conn;
+            let survey = $crate::operations!(@await $mode self.read($crate::adapter::Reborrow::again(&mut conn), job))?.into_links()?;
+            let mut done = $crate::linked::Converted::default();
+            for list in survey.lists {
+                let req = $crate::Request::ConvertLinked { parent: list, column: column.to_owned(), link };
+                match $crate::operations!(@await $mode self.write($crate::adapter::Reborrow::again(&mut conn), req)) {
+                    Ok(o) => {
+                        done.lists += 1;
+                        done.rows += o.changes.rows.len() as u64;
+                    }
+                    Err(e) => match e.refusal() {
+                        Some($crate::Error::BrokenList(b)) => done.broken.push((**b).clone()),
+                        _ => return Err(e),
+                    },
+                }
+            }
+            Ok(done)
+        });
+
+        $crate::operations!(@fn $mode
         /// Checks that the key column sorts by raw bytes, by behaviour rather than by
         /// the catalog: the engine sorts and deduplicates a set of probe strings under
         /// the column's collation, and any difference from byte order is
@@ -312,4 +367,36 @@ macro_rules! operations {
             Ok(($typed)(raw)?)
         });
     )*};
+}
+
+/// A connection handle used more than once in one catalogue operation: `&mut C` (Diesel)
+/// reborrowed, `&C` (SeaORM) copied.
+#[doc(hidden)]
+pub trait Reborrow {
+    /// The handle for one call.
+    type Again<'a>
+    where
+        Self: 'a;
+    /// The handle again, for one more call.
+    fn again(&mut self) -> Self::Again<'_>;
+}
+
+impl<T: ?Sized> Reborrow for &mut T {
+    type Again<'a>
+        = &'a mut T
+    where
+        Self: 'a;
+    fn again(&mut self) -> &mut T {
+        &mut **self
+    }
+}
+
+impl<T: ?Sized> Reborrow for &T {
+    type Again<'a>
+        = &'a T
+    where
+        Self: 'a;
+    fn again(&mut self) -> &T {
+        *self
+    }
 }

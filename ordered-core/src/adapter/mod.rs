@@ -54,6 +54,7 @@ pub fn keys<K: crate::AppKey>(ks: &[K]) -> Result<Vec<crate::Id>, crate::Error> 
 }
 
 pub use protocol::{DbFailure, Failure, Feed, Finished, Io, Job, Kind, Protocol};
+pub use catalogue::Reborrow;
 pub use slot::Slot;
 
 pub use crate::engine::{Action, Controls, FinalStatement, InsertedId, Operation, Reply, Settings};

@@ -104,6 +104,14 @@ pub enum Job {
     /// `adopt_ordering`: renumbers in this order and adds what the table lacks
     /// ([`migration::adopt_plan`]).
     Adopt(Vec<String>),
+    /// `verify_linked` (and the start of `convert_linked`): every row's link, each
+    /// list walked ([`crate::linked::survey`]).
+    Links {
+        /// The link column.
+        column: String,
+        /// Which neighbour it names.
+        link: crate::linked::Link,
+    },
     /// `purge_requests`: deletes the table's request records older than `older_than`,
     /// `batch` at a time ([`sql::purge_records`]), until a batch comes back short.
     Purge {
@@ -135,6 +143,8 @@ pub enum Finished {
     Ensured(migration::Ensured),
     /// How many request records a purge deleted.
     Purged(u64),
+    /// The lists of a linked-list table and the ones that are not one chain.
+    Links(crate::linked::Survey),
 }
 
 macro_rules! finished_as {
@@ -178,6 +188,8 @@ finished_as! {
     into_ensured -> migration::Ensured = Ensured;
     /// `purge_requests`' count.
     into_purged -> u64 = Purged;
+    /// `verify_linked`'s survey.
+    into_links -> crate::linked::Survey = Links;
 }
 
 /// What the adapter must do next.
@@ -900,6 +912,12 @@ impl<E: DbFailure> Protocol<E> {
                 Ok(p) => read(&mut self.state, sql::list_all(d, spec, p)),
                 Err(e) => self.fail(Failure::Refused(e)),
             },
+            Job::Links { .. } if spec.is_link() => self.fail(Failure::Refused(
+                Error::InvalidRequest(
+                    "an association table's rows are named by their list and another key: a linked list needs a table with an id column of its own",
+                ),
+            )),
+            Job::Links { column, .. } => read(&mut self.state, sql::links(d, spec, None, column, false)),
             Job::IndexOf(item) => match s.item_key(*item) {
                 Ok(id) => read(
                     &mut self.state,
@@ -1285,6 +1303,14 @@ impl<E: DbFailure> Protocol<E> {
             (Job::List(_), Reply::Rows(rows)) => Ok(Finished::Rows(rows)),
             (Job::Verify(_), Reply::Rows(rows)) => {
                 Ok(Finished::Report(verify::verify(spec, &rows)))
+            }
+            (Job::Links { link, .. }, Reply::Links(rows)) => {
+                let wire = sql::Wire::of(spec);
+                rows.into_iter()
+                    .map(|(id, parent, to)| wire.link_row(&id, &parent, to.as_deref()))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| Error::Inconsistent(e.to_string()))
+                    .map(|rows| Finished::Links(crate::linked::survey(rows, *link)))
             }
             (Job::ListVersioned(parent), reply) => {
                 Listing::from_reply(spec, *parent, reply).map(Finished::Listing)

@@ -311,6 +311,25 @@ impl Wire {
         })
     }
 
+    /// A row of a linked list ([`Returns::Links`]): its id, its collection and the id
+    /// its link names, all handed back as text whatever the table's wire.
+    pub fn link_row(
+        &self,
+        id: &str,
+        parent: &str,
+        link: Option<&str>,
+    ) -> Result<(Id, Id, Option<Id>), DecodeError> {
+        let text = Wire {
+            text: true,
+            key: true,
+            num: false,
+            ..*self
+        };
+        let row = text.row(id, parent, String::new())?;
+        let link = link.map(|l| parse_key(self.id, l)).transpose()?;
+        Ok((row.id, row.parent, link))
+    }
+
     /// A parent key (a parent row's `o_id`) handed back as text.
     pub fn parent_key(&self, s: &str) -> Result<Id, DecodeError> {
         parse_key(self.parent, s)
@@ -350,6 +369,9 @@ pub enum Returns {
     /// A request record ([`find_record`]): at most one row `o_digest TEXT, o_outcome
     /// TEXT`, replied as [`Reply::Record`](crate::adapter::Reply::Record).
     Record,
+    /// The rows of a linked list ([`links`]): `o_id TEXT, o_parent TEXT, o_link TEXT
+    /// NULL`, replied as [`Reply::Links`](crate::adapter::Reply::Links).
+    Links,
 }
 
 /// One statement with its binds.

@@ -262,6 +262,9 @@ pub fn fused_reads(probes: &[Probe], rows: Vec<(i64, Row)>) -> Vec<(Read, Vec<Ro
 /// (when the caller's transaction read before calling the library); PostgreSQL and SQLite
 /// read fresh rows after the lock.
 pub fn read(d: Dialect, spec: &Spec, r: &Read, locking: bool) -> Statement {
+    if let Read::Links { parent, column } = r {
+        return links(d, spec, Some(*parent), column, locking);
+    }
     let mut b = B::new(d);
     b.s("SELECT ");
     item_columns(&mut b, spec);
@@ -299,6 +302,10 @@ pub fn read(d: Dialect, spec: &Spec, r: &Read, locking: bool) -> Statement {
             b.s(" o_t JOIN o_down ON o_t.")
                 .id(spec.parent)
                 .s(" = o_down.o_k) SELECT o_k FROM o_down)");
+        }
+        // answered above
+        Read::Links { .. } => {
+            b.s("1 = 0");
         }
     }
     if locking && d == Dialect::Mysql {
@@ -611,4 +618,44 @@ pub(super) fn slot_filter(b: &mut B, spec: &Spec, parent: Id, op: &str, position
         .id(spec.position)
         .s(op)
         .pos(spec, position);
+}
+
+/// The rows of a linked list ([`Returns::Links`]): every row of `parent` (`None`: of the
+/// whole table, by collection) with the id its link column `column` names, all as
+/// text, `ORDER BY` the collection and the id; locking on MySQL when `locking`.
+/// Positions are not read: they may be NULL until the conversion.
+pub fn links(
+    d: Dialect,
+    spec: &Spec,
+    parent: Option<Id>,
+    column: &str,
+    locking: bool,
+) -> Statement {
+    let mut b = B::new(d);
+    b.s("SELECT ")
+        .out_key(true, spec.id_type, |b| {
+            b.id(spec.id);
+        })
+        .s(" AS o_id, ")
+        .scope_out(spec, true, None)
+        .s(" AS o_parent, ")
+        .out_key(true, spec.id_type, |b| {
+            b.id(column);
+        })
+        .s(" AS o_link FROM ")
+        .id(spec.table);
+    if let Some(p) = parent {
+        b.s(" WHERE ").scope_is(spec, None, p);
+    }
+    b.s(" ORDER BY ");
+    if parent.is_none() && !spec.is_global() {
+        for (c, _) in spec.scope_columns() {
+            b.id(c).s(", ");
+        }
+    }
+    b.id(spec.id);
+    if locking && d == Dialect::Mysql {
+        b.s(" FOR UPDATE");
+    }
+    b.done(Returns::Links)
 }
