@@ -100,10 +100,18 @@ impl fmt::Display for Broken {
             write!(f, "; links to rows not in the list ({})", d.join(", "))?;
         }
         if !self.shared.is_empty() {
-            write!(f, "; rows naming the same neighbour ({})", ids(&self.shared))?;
+            write!(
+                f,
+                "; rows naming the same neighbour ({})",
+                ids(&self.shared)
+            )?;
         }
         if !self.unreachable.is_empty() {
-            write!(f, "; rows the head does not reach ({})", ids(&self.unreachable))?;
+            write!(
+                f,
+                "; rows the head does not reach ({})",
+                ids(&self.unreachable)
+            )?;
         }
         Ok(())
     }
@@ -206,11 +214,7 @@ pub fn chain(list: Id, rows: &[(Id, Option<Id>)], link: Link) -> Result<Vec<Id>,
         .chain(report.shared.iter().copied())
         .collect();
     let heads: Vec<Id> = match link {
-        Link::Prev => rows
-            .iter()
-            .filter(|r| r.1.is_none())
-            .map(|r| r.0)
-            .collect(),
+        Link::Prev => rows.iter().filter(|r| r.1.is_none()).map(|r| r.0).collect(),
         // the rows no row names as its next
         Link::Next => rows
             .iter()
@@ -330,7 +334,10 @@ mod tests {
         assert!(b.heads.is_empty());
         assert_eq!(b.cycle, [i(1), i(2)]);
         let two = [(i(1), None), (i(2), None)];
-        assert_eq!(chain(i(9), &two, Link::Prev).unwrap_err().heads, [i(1), i(2)]);
+        assert_eq!(
+            chain(i(9), &two, Link::Prev).unwrap_err().heads,
+            [i(1), i(2)]
+        );
         assert_eq!(chain(i(9), &[], Link::Prev).unwrap(), Vec::<Id>::new());
     }
 }

@@ -60,6 +60,53 @@ pub struct Schema {
     /// `NUMERIC(9, 2)` ([`Numbers::Decimal`]), or the app's own Trello-style float
     /// column before adoption ([`Numbers::Trello`], with [`Schema::own`]).
     pub numbers: Numbers,
+    /// The app's own table kept as a linked list (`prev_id` or `next_id`, by the
+    /// [`Link`](ordered_core::linked::Link)), before the expand step added a nullable
+    /// position column: three lists of rows with explicit ids 101 and up (items 0 and
+    /// up), seeded as [`Linked`] says.
+    pub linked: Option<(ordered_core::linked::Link, Linked)>,
+}
+
+/// The seeds of a linked-list table ([`Schema::linked`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Linked {
+    /// Three chains: list 1 `103 101 105 102 104`, list 2 `107 106`, list 3 `108`.
+    Chains,
+    /// List 1: head 101, then 102; a cycle 103 <-> 104; 105 names a row that does not
+    /// exist (998); 106 after 105 (unreachable). List 2: two heads 107 and 108, 109
+    /// after 108. List 3: a chain `110 111`.
+    Broken,
+}
+
+impl Linked {
+    /// The seeded rows: `(id, list, the row before it in chain order)`.
+    pub fn rows(self) -> Vec<(i64, i64, Option<i64>)> {
+        match self {
+            Linked::Chains => vec![
+                (101, 1, Some(103)),
+                (102, 1, Some(105)),
+                (103, 1, None),
+                (104, 1, Some(102)),
+                (105, 1, Some(101)),
+                (106, 2, Some(107)),
+                (107, 2, None),
+                (108, 3, None),
+            ],
+            Linked::Broken => vec![
+                (101, 1, None),
+                (102, 1, Some(101)),
+                (103, 1, Some(104)),
+                (104, 1, Some(103)),
+                (105, 1, Some(998)),
+                (106, 1, Some(105)),
+                (107, 2, None),
+                (108, 2, None),
+                (109, 2, Some(108)),
+                (110, 3, None),
+                (111, 3, Some(110)),
+            ],
+        }
+    }
 }
 
 /// What a numeric script's positions are ([`Schema::numbers`]).
@@ -98,6 +145,7 @@ impl Schema {
         int32_position: false,
         set_null: false,
         numbers: Numbers::No,
+        linked: None,
     };
     /// `BIGINT` keys, fractional-key positions.
     pub const KEYS: Schema = Schema {
@@ -131,7 +179,9 @@ impl Schema {
 
     /// The collections the scripts use (what the final lists and `verify` cover).
     pub fn collections(&self) -> Vec<i64> {
-        if self.global {
+        if self.linked.is_some() {
+            vec![1, 2, 3]
+        } else if self.global {
             vec![1]
         } else if self.tree {
             (0..=8).collect()
@@ -141,6 +191,16 @@ impl Schema {
             vec![1, 2, 3]
         } else {
             vec![1, 2]
+        }
+    }
+
+    /// The collections whose rows all have positions once the script ran (what the final
+    /// lists and `verify` read): all of them, but for a linked list whose broken lists
+    /// the conversion left without positions.
+    pub fn settled(&self) -> Vec<i64> {
+        match self.linked {
+            Some((_, Linked::Broken)) => vec![3],
+            _ => self.collections(),
         }
     }
 
@@ -261,6 +321,11 @@ pub enum Step {
     /// the database takes (the temporary range below 0 is inside the column's CHECK)
     /// but the numeric strategy refuses when it reads it.
     WriteNumber(usize, i64),
+    /// `verify_linked` over the link column: the outcome's position is the survey as
+    /// text (`lists`, `rows`, the broken lists).
+    VerifyLinked,
+    /// `convert_linked`: the outcome's position is what it did as text.
+    ConvertLinked,
     /// Remove a tree's row under this removal policy.
     RemoveWith(usize, ordered_core::Removal),
     /// Read a page of at most this many rows of a collection (`page`), from where
@@ -663,7 +728,45 @@ pub fn scripts() -> Vec<(&'static str, Schema, Vec<Step>)> {
             Insert(1, Between(Some(1), Some(5))), // 19
         ])
         .collect();
+    use ordered_core::linked::Link;
+    let linked = |link: Link, seeds: Linked| Schema {
+        linked: Some((link, seeds)),
+        ..ints
+    };
+    let converted = vec![
+        VerifyLinked,                         // 0: every list a chain
+        ConvertLinked,                        // 1: three lists, eight rows
+        Ensure,                               // 2: NOT NULL and the unique constraint
+        CheckSchema,                          // 3
+        Move(2, Last),                        // 4: 0 4 1 3 2
+        Insert(1, Between(Some(0), Some(4))), // 5 (item 8)
+        MoveTo(6, 1, First),                  // 6: 6 0 8 4 1 3 2 | 5
+        Insert(3, First),                     // 7 (item 9)
+    ];
     vec![
+        (
+            "linked_list_converted",
+            linked(Link::Prev, Linked::Chains),
+            converted.clone(),
+        ),
+        (
+            "linked_list_next",
+            linked(Link::Next, Linked::Chains),
+            converted,
+        ),
+        (
+            // a cycle, a dangling link and the row behind it, two heads: those lists are
+            // reported and left alone, the chain beside them converted
+            "linked_list_refused",
+            linked(Link::Prev, Linked::Broken),
+            vec![
+                VerifyLinked,  // 0
+                ConvertLinked, // 1: list 3 only
+                Ensure,        // 2: refused: rows without a position
+                ConvertLinked, // 3: the same again: lists 1 and 2 still refused
+                VerifyLinked,  // 4
+            ],
+        ),
         (
             "numeric_positions",
             Schema {

@@ -449,18 +449,21 @@ fn ddl(d: Dialect, s: &Spec, schema: Schema) -> Vec<String> {
     } else {
         out.push(format!("DROP TABLE IF EXISTS {}", q(s.parent_table)));
         // an app's own parent table has no version column yet: the adoption adds it
-        let parent = if (schema.adopt || schema.own) && !schema.parent_version {
-            s.without_version()
-        } else {
-            *s
-        };
+        let parent =
+            if (schema.adopt || schema.own || schema.linked.is_some()) && !schema.parent_version {
+                s.without_version()
+            } else {
+                *s
+            };
         out.extend(create_parent_table(d, &parent, &[]).up);
     }
     let mut cols = vec![("title", "VARCHAR(20) NOT NULL DEFAULT ''")];
     if schema.hidden {
         cols.push(("archived", "INTEGER NOT NULL DEFAULT 0"));
     }
-    if schema.adopt || schema.own {
+    if let Some((link, seeds)) = schema.linked {
+        out.extend(linked_table(d, s, link, seeds));
+    } else if schema.adopt || schema.own {
         out.extend(app_table(d, s, schema.adopt, schema.numbers));
     } else {
         let mut table = create_table(d, s, &cols).up;
@@ -597,6 +600,67 @@ fn app_table(d: Dialect, s: &Spec, adopt: bool, numbers: Numbers) -> Vec<String>
     out
 }
 
+/// An app's own table kept as a linked list ([`Schema::linked`]): its link column
+/// (`prev_id` or `next_id`), the seeded rows with their explicit ids, then the expand
+/// step the app deployed first (`add_position_column`: the nullable position column
+/// and the parent's version column).
+fn linked_table(
+    d: Dialect,
+    s: &Spec,
+    link: ordered_core::linked::Link,
+    seeds: ordered_conformance::Linked,
+) -> Vec<String> {
+    let q = |x: &str| sql::quote(d, x);
+    let column = link_column(link);
+    let mut out = vec![format!(
+        "CREATE TABLE {} ({} {}, {} BIGINT NOT NULL, {} VARCHAR(20) NOT NULL DEFAULT '', {} BIGINT NULL)",
+        q(s.table),
+        q("id"),
+        ordered_core::migration::serial_primary_key(d),
+        q("parent_id"),
+        q("title"),
+        q(column)
+    )];
+    let rows = seeds.rows();
+    for &(id, list, prev) in &rows {
+        let to = match link {
+            ordered_core::linked::Link::Prev => prev,
+            // the row whose previous row this one is
+            ordered_core::linked::Link::Next => rows
+                .iter()
+                .find(|r| r.2 == Some(id) && r.1 == list)
+                .map(|r| r.0),
+        };
+        out.push(format!(
+            "INSERT INTO {} ({}, {}, {}) VALUES ({id}, {list}, {})",
+            q(s.table),
+            q("id"),
+            q("parent_id"),
+            q(column),
+            to.map_or("NULL".to_owned(), |v| v.to_string())
+        ));
+    }
+    out.extend(ordered_core::migration::add_position_column(d, s).up);
+    out
+}
+
+fn link_column(link: ordered_core::linked::Link) -> &'static str {
+    match link {
+        ordered_core::linked::Link::Prev => "prev_id",
+        ordered_core::linked::Link::Next => "next_id",
+    }
+}
+
+/// A survey or a conversion as the outcome's position: what the ORMs must agree on.
+fn linked_outcome(lists: usize, rows: u64, broken: &[ordered_core::linked::Broken]) -> Outcome {
+    Ok((
+        Some(Position::Key(format!(
+            "lists={lists} rows={rows} broken={broken:?}"
+        ))),
+        Changes::default(),
+    ))
+}
+
 /// The statements that read the smallest and the largest id of an app's own table
 /// ([`Schema::own`]), whose rows cannot be read as the library's before the adoption
 /// (NULL positions).
@@ -690,6 +754,11 @@ fn check_any(
         // the app's own write of a number the database takes
         Step::WriteNumber(..) => {
             assert!(r.is_ok(), "{tag} {name} step {i}: {r:?}");
+        }
+        // a conversion writes the positions of the lists it converted
+        Step::ConvertLinked => {}
+        Step::VerifyLinked => {
+            assert_eq!(before, after, "{tag} {name} step {i}: a survey wrote");
         }
         Step::Ensure | Step::Adopt | Step::CheckSchema | Step::DropUnique => {
             let renumbered = matches!(r, Ok((Some(Position::Int(m)), _)) if m & 8 != 0);
@@ -984,7 +1053,11 @@ where
     let o = ordered_diesel::OrderedTable::new(s).changes_limit(CHANGES_LIMIT);
     // the cursor the last page step returned
     let mut cursor: Option<Cursor> = None;
-    let mut ids: Vec<Id> = if schema.own {
+    let mut ids: Vec<Id> = if let Some((_, seeds)) = schema.linked {
+        (0..seeds.rows().len() as i64)
+            .map(|k| Id::Int(101 + k))
+            .collect()
+    } else if schema.own {
         own_ids(
             id_bounds(C::DIALECT, &s).map(|st| conn.run(&st, Wire::PLAIN).unwrap()),
             schema,
@@ -998,7 +1071,7 @@ where
     let mut keys = Keys::default();
     let lists = |conn: &mut C| {
         let mut rows = Vec::new();
-        for p in schema.collections() {
+        for p in schema.settled() {
             rows.extend(o.list(conn, schema.parent(p)).unwrap());
         }
         rows
@@ -1092,6 +1165,20 @@ where
                 Ok((None, Changes::default()))
             }
             Ensure => diesel_outcome(o.ensure_ordering(&mut conn), ensured),
+            VerifyLinked => {
+                let (link, _) = schema.linked.expect("a linked table");
+                match o.verify_linked(&mut conn, link_column(link), link) {
+                    Ok(v) => linked_outcome(v.lists.len(), v.rows, &v.broken),
+                    Err(e) => diesel_outcome(Err::<(), _>(e), |()| (None, Changes::default())),
+                }
+            }
+            ConvertLinked => {
+                let (link, _) = schema.linked.expect("a linked table");
+                match o.convert_linked(&mut conn, link_column(link), link) {
+                    Ok(v) => linked_outcome(v.lists as usize, v.rows, &v.broken),
+                    Err(e) => diesel_outcome(Err::<(), _>(e), |()| (None, Changes::default())),
+                }
+            }
             Adopt => diesel_outcome(o.adopt_ordering(&mut conn, &[]), ensured),
             CheckSchema => {
                 diesel_outcome(o.check_schema(&mut conn), |()| (None, Changes::default()))
@@ -1208,15 +1295,16 @@ where
         tag,
         name,
         schema
-            .collections()
+            .settled()
             .into_iter()
             .map(|p| o.verify(&mut reader, schema.parent(p)).unwrap())
             .collect(),
     );
     out.push(versioned_step(
         &rows,
-        schema.parent(1),
-        o.list_versioned(&mut reader, schema.parent(1)).unwrap(),
+        schema.parent(schema.settled()[0]),
+        o.list_versioned(&mut reader, schema.parent(schema.settled()[0]))
+            .unwrap(),
     ));
     (out, rows)
 }
@@ -1276,7 +1364,11 @@ where
     let o = ordered_diesel::async_diesel::OrderedTable::new(s).changes_limit(CHANGES_LIMIT);
     // the cursor the last page step returned
     let mut cursor: Option<Cursor> = None;
-    let mut ids: Vec<Id> = if schema.own {
+    let mut ids: Vec<Id> = if let Some((_, seeds)) = schema.linked {
+        (0..seeds.rows().len() as i64)
+            .map(|k| Id::Int(101 + k))
+            .collect()
+    } else if schema.own {
         let [lo, hi] = id_bounds(d, &s);
         own_ids(
             [
@@ -1298,7 +1390,7 @@ where
         schema: Schema,
     ) -> Vec<Row> {
         let mut rows = Vec::new();
-        for p in schema.collections() {
+        for p in schema.settled() {
             rows.extend(o.list(conn, schema.parent(p)).await.unwrap());
         }
         rows
@@ -1393,6 +1485,20 @@ where
                 Ok((None, Changes::default()))
             }
             Ensure => diesel_outcome(o.ensure_ordering(&mut conn).await, ensured),
+            VerifyLinked => {
+                let (link, _) = schema.linked.expect("a linked table");
+                match o.verify_linked(&mut conn, link_column(link), link).await {
+                    Ok(v) => linked_outcome(v.lists.len(), v.rows, &v.broken),
+                    Err(e) => diesel_outcome(Err::<(), _>(e), |()| (None, Changes::default())),
+                }
+            }
+            ConvertLinked => {
+                let (link, _) = schema.linked.expect("a linked table");
+                match o.convert_linked(&mut conn, link_column(link), link).await {
+                    Ok(v) => linked_outcome(v.lists as usize, v.rows, &v.broken),
+                    Err(e) => diesel_outcome(Err::<(), _>(e), |()| (None, Changes::default())),
+                }
+            }
             Adopt => diesel_outcome(o.adopt_ordering(&mut conn, &[]).await, ensured),
             CheckSchema => diesel_outcome(o.check_schema(&mut conn).await, |()| {
                 (None, Changes::default())
@@ -1496,14 +1602,14 @@ where
     let mut reader = reader.unwrap_or(conn);
     let rows = lists(&o, &mut reader, schema).await;
     let mut reports = Vec::new();
-    for p in schema.collections() {
+    for p in schema.settled() {
         reports.push(o.verify(&mut reader, schema.parent(p)).await.unwrap());
     }
     assert_sound(tag, name, reports);
     out.push(versioned_step(
         &rows,
-        schema.parent(1),
-        o.list_versioned(&mut reader, schema.parent(1))
+        schema.parent(schema.settled()[0]),
+        o.list_versioned(&mut reader, schema.parent(schema.settled()[0]))
             .await
             .unwrap(),
     ));
@@ -1563,7 +1669,11 @@ async fn run_seaorm(
     let o = ordered_seaorm::OrderedTable::new(s).changes_limit(CHANGES_LIMIT);
     // the cursor the last page step returned
     let mut cursor: Option<Cursor> = None;
-    let mut ids: Vec<Id> = if schema.own {
+    let mut ids: Vec<Id> = if let Some((_, seeds)) = schema.linked {
+        (0..seeds.rows().len() as i64)
+            .map(|k| Id::Int(101 + k))
+            .collect()
+    } else if schema.own {
         let [lo, hi] = id_bounds(d, &s);
         own_ids(
             [
@@ -1589,7 +1699,7 @@ async fn run_seaorm(
         schema: Schema,
     ) -> Vec<Row> {
         let mut rows = Vec::new();
-        for p in schema.collections() {
+        for p in schema.settled() {
             rows.extend(o.list(db, schema.parent(p)).await.unwrap());
         }
         rows
@@ -1676,6 +1786,20 @@ async fn run_seaorm(
                 Ok((None, Changes::default()))
             }
             Ensure => seaorm_outcome(o.ensure_ordering(&db).await, ensured),
+            VerifyLinked => {
+                let (link, _) = schema.linked.expect("a linked table");
+                match o.verify_linked(&db, link_column(link), link).await {
+                    Ok(v) => linked_outcome(v.lists.len(), v.rows, &v.broken),
+                    Err(e) => seaorm_outcome(Err::<(), _>(e), |()| (None, Changes::default())),
+                }
+            }
+            ConvertLinked => {
+                let (link, _) = schema.linked.expect("a linked table");
+                match o.convert_linked(&db, link_column(link), link).await {
+                    Ok(v) => linked_outcome(v.lists as usize, v.rows, &v.broken),
+                    Err(e) => seaorm_outcome(Err::<(), _>(e), |()| (None, Changes::default())),
+                }
+            }
             Adopt => seaorm_outcome(o.adopt_ordering(&db, &[]).await, ensured),
             CheckSchema => {
                 seaorm_outcome(o.check_schema(&db).await, |()| (None, Changes::default()))
@@ -1785,14 +1909,16 @@ async fn run_seaorm(
     };
     let rows = lists(&o, &reader, schema).await;
     let mut reports = Vec::new();
-    for p in schema.collections() {
+    for p in schema.settled() {
         reports.push(o.verify(&reader, schema.parent(p)).await.unwrap());
     }
     assert_sound(tag, name, reports);
     out.push(versioned_step(
         &rows,
-        schema.parent(1),
-        o.list_versioned(&reader, schema.parent(1)).await.unwrap(),
+        schema.parent(schema.settled()[0]),
+        o.list_versioned(&reader, schema.parent(schema.settled()[0]))
+            .await
+            .unwrap(),
     ));
     (out, rows)
 }
@@ -2282,6 +2408,87 @@ fn expected(engine: &str, name: &str, d: &Run) {
             let order: Vec<Id> = two.iter().map(|r| r.id).collect();
             assert_eq!(order, [8, 9, 6, 7, 11].map(Id::Int), "{engine} {name}");
         }
+    }
+    // a survey's or a conversion's text
+    let text = |i: usize| -> String {
+        match &d.0[i] {
+            Ok((Some(Position::Key(k)), _)) => k.clone(),
+            other => panic!("{engine} {name} step {i}: {other:?}"),
+        }
+    };
+    if name == "linked_list_converted" || name == "linked_list_next" {
+        assert_eq!(text(0), "lists=3 rows=8 broken=[]", "{engine} {name}");
+        assert_eq!(text(1), "lists=3 rows=8 broken=[]", "{engine} {name}");
+        // the chain order 103 101 105 102 104, then the moves: the seeded rows of list 1
+        // in the order the steps say (the row inserted at step 5 left out: its id is the
+        // engine's)
+        let mut one: Vec<&Row> = d.1.iter().filter(|r| r.parent == Id::Int(1)).collect();
+        one.sort_by(|a, b| a.position.cmp(&b.position));
+        let seeded: Vec<Id> = one
+            .iter()
+            .map(|r| r.id)
+            .filter(|id| matches!(id, Id::Int(101..=108)))
+            .collect();
+        assert_eq!(
+            seeded,
+            [107, 101, 105, 102, 104, 103].map(Id::Int),
+            "{engine} {name}"
+        );
+        assert_eq!(one.len(), 7, "{engine} {name}");
+    }
+    if name == "linked_list_refused" {
+        use ordered_core::linked::Broken;
+        let broken = vec![
+            Broken {
+                list: Id::Int(1),
+                heads: vec![Id::Int(101)],
+                cycle: vec![Id::Int(103), Id::Int(104)],
+                unreachable: vec![Id::Int(106)],
+                dangling: vec![(Id::Int(105), Id::Int(998))],
+                shared: vec![],
+            },
+            Broken {
+                list: Id::Int(2),
+                heads: vec![Id::Int(107), Id::Int(108)],
+                cycle: vec![],
+                unreachable: vec![],
+                dangling: vec![],
+                shared: vec![],
+            },
+        ];
+        assert_eq!(
+            text(0),
+            format!("lists=3 rows=11 broken={broken:?}"),
+            "{engine} {name}"
+        );
+        // only list 3 converted; the broken ones reported, nothing written to them
+        assert_eq!(
+            text(1),
+            format!("lists=1 rows=2 broken={broken:?}"),
+            "{engine} {name}"
+        );
+        refused(2, "schema_mismatch");
+        let why = d.0[2]
+            .as_ref()
+            .err()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        assert!(why.contains("9 such rows"), "{engine} {name}: {why}");
+        assert_eq!(text(3), text(1), "{engine} {name}");
+        assert_eq!(
+            text(4),
+            text(0),
+            "{engine} {name}: the broken lists untouched"
+        );
+        let three: Vec<(Id, Position)> = d.1.iter().map(|r| (r.id, r.position.clone())).collect();
+        assert_eq!(
+            three,
+            [
+                (Id::Int(110), Position::Int(4)),
+                (Id::Int(111), Position::Int(8))
+            ],
+            "{engine} {name}"
+        );
     }
     if name == "version_or_neighbours" {
         let _ = ok(3);

@@ -53,8 +53,8 @@ pub fn keys<K: crate::AppKey>(ks: &[K]) -> Result<Vec<crate::Id>, crate::Error> 
     ks.iter().map(key).collect()
 }
 
-pub use protocol::{DbFailure, Failure, Feed, Finished, Io, Job, Kind, Protocol};
 pub use catalogue::Reborrow;
+pub use protocol::{DbFailure, Failure, Feed, Finished, Io, Job, Kind, Protocol};
 pub use slot::Slot;
 
 pub use crate::engine::{Action, Controls, FinalStatement, InsertedId, Operation, Reply, Settings};
