@@ -135,6 +135,7 @@ pub use ordered_core::Error as OrderingError;
 pub use ordered_core::changes::{Change, Changes, Relabelled, ScopeVersion};
 pub use ordered_core::constraint::{Constraint, ConstraintKind};
 pub use ordered_core::key;
+pub use ordered_core::linked;
 pub use ordered_core::migration::{Ensured, Fix};
 pub use ordered_core::requests::{self, RequestKey};
 pub use ordered_core::spec::Removal;

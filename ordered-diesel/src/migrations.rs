@@ -17,8 +17,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use ordered_core::migration::{
-    Backfill, Migration, add_ordering, adopt_ordering, backfill_sql, check_constraint,
-    create_lock_table, create_parent_table, create_requests_table, create_table,
+    Backfill, Migration, add_ordering, add_position_column, adopt_ordering, backfill_sql,
+    check_constraint, create_lock_table, create_parent_table, create_requests_table, create_table,
     serial_primary_key,
 };
 

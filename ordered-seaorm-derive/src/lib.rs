@@ -539,13 +539,14 @@ fn expand(ast: &DeriveInput) -> syn::Result<TokenStream2> {
             ));
         }
     };
-    if strategy_name != "decimal" && strategy_name != "numeric" {
-        if let Some(p) = c.precision.as_ref().or(c.scale.as_ref()) {
-            return Err(syn::Error::new(
-                p.span(),
-                "`precision` and `scale` only apply to strategy = \"decimal\"",
-            ));
-        }
+    if strategy_name != "decimal"
+        && strategy_name != "numeric"
+        && let Some(p) = c.precision.as_ref().or(c.scale.as_ref())
+    {
+        return Err(syn::Error::new(
+            p.span(),
+            "`precision` and `scale` only apply to strategy = \"decimal\"",
+        ));
     }
     if want == "i64" && matches!(ty_name.as_str(), "i32" | "i16") {
         return Err(syn::Error::new_spanned(

@@ -95,6 +95,52 @@ pub async fn drop_ordering(manager: &SchemaManager<'_>, spec: &Spec) -> Result<(
     .await
 }
 
+/// The expand step of a table whose rows get their positions from a program, such as
+/// a linked list's conversion: the parent's version column and the position column,
+/// nullable, with its domain CHECK
+/// ([`ordered_core::migration::add_position_column`]). Then [`convert_linked`], then
+/// [`ensure_ordering`] (`NOT NULL`, the unique constraint).
+pub async fn add_position_column(manager: &SchemaManager<'_>, spec: &Spec) -> Result<(), DbErr> {
+    let d = engine(manager)?;
+    apply(
+        manager,
+        &ordered_core::migration::add_position_column(d, spec).up,
+    )
+    .await
+}
+
+/// Reverts [`add_position_column`].
+pub async fn drop_position_column(manager: &SchemaManager<'_>, spec: &Spec) -> Result<(), DbErr> {
+    let d = engine(manager)?;
+    apply(
+        manager,
+        &ordered_core::migration::add_position_column(d, spec).down,
+    )
+    .await
+}
+
+/// Converts a table kept as a linked list into positions, list by list under each
+/// list's lock: [`OrderedTable::convert_linked`](crate::OrderedTable::convert_linked) on
+/// the migration's connection (inside the migration's transaction, each list is a
+/// savepoint). The lists that are not one chain are left alone and reported in
+/// [`Converted::broken`](ordered_core::linked::Converted); fail the migration on them if
+/// your deploy needs every list converted.
+pub async fn convert_linked(
+    manager: &SchemaManager<'_>,
+    spec: &Spec,
+    column: &str,
+    link: ordered_core::linked::Link,
+) -> Result<ordered_core::linked::Converted, DbErr> {
+    use sea_orm::DatabaseExecutor;
+    let table = crate::OrderedTable::<ordered_core::Id, ordered_core::Id>::new(*spec);
+    let r = match manager.get_connection() {
+        DatabaseExecutor::Connection(db) => table.convert_linked(*db, column, link).await,
+        DatabaseExecutor::Transaction(t) => table.convert_linked(*t, column, link).await,
+        DatabaseExecutor::OwnedTransaction(t) => table.convert_linked(t, column, link).await,
+    };
+    r.map_err(|e| DbErr::Migration(e.to_string()))
+}
+
 /// A schema job (`check_schema`, `ensure_ordering`, `adopt_ordering`) on the migration's
 /// connection: the pool, or the transaction the migration runs in.
 async fn on_connection(

@@ -387,7 +387,7 @@ impl<T: ?Sized> Reborrow for &mut T {
     where
         Self: 'a;
     fn again(&mut self) -> &mut T {
-        &mut **self
+        self
     }
 }
 
@@ -397,6 +397,6 @@ impl<T: ?Sized> Reborrow for &T {
     where
         Self: 'a;
     fn again(&mut self) -> &T {
-        *self
+        self
     }
 }

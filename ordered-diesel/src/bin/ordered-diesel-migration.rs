@@ -15,15 +15,27 @@
 //! `--parent`); `--parent` naming the table itself with it makes a tree.
 //! `--request-records` also creates the table of request records (`ordered_requests`,
 //! if missing), which writes made with a request key need; its down keeps it (other
-//! tables may use it).
+//! tables may use it). `--strategy numeric` (a `DOUBLE PRECISION` position) or
+//! `--strategy decimal --precision P --scale S` (`NUMERIC(P, S)`) for numeric positions.
+//!
+//! A table kept as a linked list (`prev_id` or `next_id`) is converted in three steps:
+//! `--position-column-only` writes the expand migration (the nullable position column
+//! and the parent's version column); then, with that migration run,
+//! `--convert-linked prev_id --database-url URL` walks each list under its lock and
+//! writes positions in chain order, reporting the lists that are not one chain (and
+//! exiting with status 2 if any, having converted the others); `--verify-linked prev_id`
+//! only reports; then `ensure_ordering` (or an `--adopt` migration) adds `NOT NULL` and
+//! the unique constraint. `--links next` for a `next_id` column.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
+use ordered_diesel::linked::Link;
 use ordered_diesel::migrations::{self, Backfill};
 use ordered_diesel::{
-    Dense, Dialect, Fractional, Gapped, PositionStrategy, RebalancePolicy, ScopeColumn, Spec,
+    Dense, Dialect, Fractional, Gapped, Numeric, PositionStrategy, RebalancePolicy, ScopeColumn,
+    Spec,
 };
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -38,6 +50,26 @@ enum Strategy {
     Gapped,
     Dense,
     Fractional,
+    /// `DOUBLE PRECISION` positions 65,535 apart.
+    Numeric,
+    /// `NUMERIC(--precision, --scale)` positions.
+    Decimal,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LinkArg {
+    /// The column names the row before (the head's is NULL).
+    Prev,
+    /// The column names the row after (the tail's is NULL).
+    Next,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum KeyArg {
+    Int,
+    Uuid,
+    UuidText,
+    Text,
 }
 
 /// Writes `<dir>/<timestamp>_<name>/{up.sql,down.sql}` adding an ordered position column,
@@ -92,6 +124,34 @@ struct Args {
     /// with a request key (`request_key`) record their outcome there.
     #[arg(long = "request-records")]
     request_records: bool,
+    /// `--strategy decimal`: the column's precision (at most 15).
+    #[arg(long)]
+    precision: Option<u8>,
+    /// `--strategy decimal`: the column's scale.
+    #[arg(long)]
+    scale: Option<u8>,
+    /// Write only the expand step: the nullable position column and the parent's
+    /// version column, for a table whose rows get their positions from a program
+    /// (`--convert-linked`).
+    #[arg(long = "position-column-only")]
+    position_column_only: bool,
+    /// Convert the table's linked list kept in this column into positions, on the
+    /// database at `--database-url` (no migration folder is written).
+    #[arg(long = "convert-linked", value_name = "COLUMN")]
+    convert_linked: Option<String>,
+    /// Report the lists of the linked list kept in this column that are not one chain,
+    /// on the database at `--database-url`, writing nothing.
+    #[arg(long = "verify-linked", value_name = "COLUMN")]
+    verify_linked: Option<String>,
+    /// Which neighbour the linked list's column names.
+    #[arg(long, value_enum, default_value = "prev")]
+    links: LinkArg,
+    /// The key type of the items and their lists (`--convert-linked`).
+    #[arg(long = "key-type", value_enum, default_value = "int")]
+    key_type: KeyArg,
+    /// The database `--convert-linked` and `--verify-linked` run on.
+    #[arg(long = "database-url")]
+    database_url: Option<String>,
     /// Where the migrations live.
     #[arg(long, default_value = "migrations")]
     dir: PathBuf,
@@ -108,10 +168,23 @@ fn main() -> ExitCode {
     let a = Args::parse();
     static GAPPED: Gapped = Gapped::DEFAULT;
     static FRACTIONAL: Fractional = Fractional::DEFAULT;
+    static FLOAT: Numeric = Numeric::FLOAT;
     let strategy: &'static dyn PositionStrategy = match a.strategy {
         Strategy::Gapped => &GAPPED,
         Strategy::Dense => &Dense,
         Strategy::Fractional => &FRACTIONAL,
+        Strategy::Numeric => &FLOAT,
+        Strategy::Decimal => match (a.precision, a.scale) {
+            (Some(p), Some(s)) if (2..=15).contains(&p) && s < p => {
+                Box::leak(Box::new(Numeric::decimal(p, s)))
+            }
+            _ => {
+                eprintln!(
+                    "ordered-diesel-migration: --strategy decimal needs --precision (2 to 15) and --scale (below it), as the column's NUMERIC(precision, scale)"
+                );
+                return ExitCode::FAILURE;
+            }
+        },
     };
     let name = a
         .name
@@ -171,6 +244,13 @@ fn main() -> ExitCode {
         Some(v) => spec.with_version(v),
         None => spec.without_version(),
     };
+    let key = match a.key_type {
+        KeyArg::Int => ordered_diesel::KeyType::Int,
+        KeyArg::Uuid => ordered_diesel::KeyType::Uuid,
+        KeyArg::UuidText => ordered_diesel::KeyType::UuidText,
+        KeyArg::Text => ordered_diesel::KeyType::Text,
+    };
+    let spec = spec.with_id_type(key).with_parent_type(key);
     let dialect = match a.engine {
         Engine::Postgres => Dialect::Postgres,
         Engine::Mysql => Dialect::Mysql,
@@ -182,7 +262,29 @@ fn main() -> ExitCode {
     } else {
         Backfill::By(&order)
     };
-    let m = if a.adopt {
+    let link = match a.links {
+        LinkArg::Prev => Link::Prev,
+        LinkArg::Next => Link::Next,
+    };
+    if let Some(column) = a.convert_linked.as_ref().or(a.verify_linked.as_ref()) {
+        let Some(url) = a.database_url.as_deref() else {
+            eprintln!(
+                "ordered-diesel-migration: --convert-linked and --verify-linked run on a database: give --database-url"
+            );
+            return ExitCode::FAILURE;
+        };
+        let write = a.convert_linked.is_some();
+        return match run::linked(dialect, url, spec, column, link, write) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("ordered-diesel-migration: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let m = if a.position_column_only {
+        migrations::add_position_column(dialect, &spec)
+    } else if a.adopt {
         match migrations::adopt_ordering(dialect, &spec, &order) {
             Ok(m) => m,
             Err(e) => {
@@ -205,6 +307,89 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("ordered-diesel-migration: cannot write the migration: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--convert-linked` and `--verify-linked`: on a connection of the engine's, with the
+/// report printed one list a line.
+mod run {
+    use std::process::ExitCode;
+
+    use ordered_diesel::linked::{Broken, Link};
+    use ordered_diesel::{Dialect, Spec};
+
+    fn report(broken: &[Broken]) {
+        for b in broken {
+            println!("refused: {b}");
+        }
+    }
+
+    #[allow(unused_variables)]
+    pub(super) fn linked(
+        dialect: Dialect,
+        url: &str,
+        spec: Spec,
+        column: &str,
+        link: Link,
+        write: bool,
+    ) -> Result<ExitCode, String> {
+        macro_rules! on {
+            ($conn:ty) => {{
+                use diesel::Connection;
+                let mut conn = <$conn>::establish(url).map_err(|e| e.to_string())?;
+                let table = ordered_diesel::OrderedTable::new(spec);
+                if write {
+                    let done = table
+                        .convert_linked(&mut conn, column, link)
+                        .map_err(|e| e.to_string())?;
+                    println!(
+                        "converted {} lists ({} rows); {} refused",
+                        done.lists,
+                        done.rows,
+                        done.broken.len()
+                    );
+                    report(&done.broken);
+                    Ok(if done.broken.is_empty() {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(2)
+                    })
+                } else {
+                    let survey = table
+                        .verify_linked(&mut conn, column, link)
+                        .map_err(|e| e.to_string())?;
+                    println!(
+                        "{} lists ({} rows); {} not one chain",
+                        survey.lists.len(),
+                        survey.rows,
+                        survey.broken.len()
+                    );
+                    report(&survey.broken);
+                    Ok(if survey.broken.is_empty() {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(2)
+                    })
+                }
+            }};
+        }
+        match dialect {
+            #[cfg(feature = "postgres")]
+            Dialect::Postgres => on!(diesel::PgConnection),
+            #[cfg(feature = "mysql")]
+            Dialect::Mysql => on!(diesel::MysqlConnection),
+            #[cfg(feature = "sqlite")]
+            Dialect::Sqlite => on!(diesel::SqliteConnection),
+            #[allow(unreachable_patterns)]
+            other => Err(format!(
+                "this build has no {other:?} connection: build with the `{}` feature",
+                match other {
+                    Dialect::Postgres => "postgres",
+                    Dialect::Mysql => "mysql",
+                    Dialect::Sqlite => "sqlite",
+                }
+            )),
         }
     }
 }

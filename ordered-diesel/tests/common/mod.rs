@@ -52,14 +52,17 @@ fn bind_slot<DB, Q>(
 where
     DB: diesel::backend::Backend
         + diesel::sql_types::HasSqlType<BigInt>
-        + diesel::sql_types::HasSqlType<Text>,
+        + diesel::sql_types::HasSqlType<Text>
+        + diesel::sql_types::HasSqlType<diesel::sql_types::Double>,
     i64: diesel::serialize::ToSql<BigInt, DB>,
     String: diesel::serialize::ToSql<Text, DB>,
+    f64: diesel::serialize::ToSql<diesel::sql_types::Double, DB>,
     Q: diesel::query_builder::QueryFragment<DB>,
 {
     match &slot.position {
         ordered_diesel::Position::Int(v) => q.bind::<BigInt, _>(*v),
         ordered_diesel::Position::Key(k) => q.bind::<Text, _>(k.clone()),
+        ordered_diesel::Position::Num(n) => q.bind::<diesel::sql_types::Double, _>(n.get()),
     }
 }
 

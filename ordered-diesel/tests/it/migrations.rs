@@ -129,6 +129,7 @@ fn expand_and_contract<C: TestConn>(_: ()) {
         let dup = match &rows[0].position {
             ordered_diesel::Position::Int(p) => p.to_string(),
             ordered_diesel::Position::Key(k) => format!("'{k}'"),
+            ordered_diesel::Position::Num(n) => n.to_string(),
         };
         let res = c.batch_execute(&format!(
             "UPDATE {} SET {} = {dup} WHERE {} = {}",

@@ -138,6 +138,7 @@ pub async fn insert_item(
     let pos: sea_orm::Value = match &slot.position {
         Position::Int(v) => (*v).into(),
         Position::Key(k) => k.clone().into(),
+        Position::Num(n) => n.get().into(),
     };
     let (ph, returning) = match d {
         Dialect::Postgres => (
