@@ -34,3 +34,11 @@ mod tree;
 fn tree_is_accepted() {
     tree::main();
 }
+
+#[path = "ui/pass/numeric.rs"]
+mod numeric;
+
+#[test]
+fn numeric_is_accepted() {
+    numeric::main();
+}
