@@ -11,7 +11,9 @@ use std::fmt::Write as _;
 
 use ordered_core::key::{self, Alphabet};
 use ordered_core::model::Store;
-use ordered_core::{Fractional, Gapped, Placement, PositionStrategy, RebalancePolicy, Spec};
+use ordered_core::{
+    Fractional, Gapped, Numeric, Placement, PositionStrategy, RebalancePolicy, Spec,
+};
 
 fn spec(strategy: &'static dyn PositionStrategy, policy: RebalancePolicy) -> Spec {
     Spec::new("t", "p", "ps")
@@ -168,10 +170,14 @@ fn main() {
     let _ = writeln!(md, "|---|---|---|---|---|");
     static G8: Gapped = Gapped::new(8);
     static F64: Fractional = Fractional::DEFAULT;
-    let strategies: [(&str, &'static dyn PositionStrategy); 3] = [
+    static FLOAT: Numeric = Numeric::FLOAT;
+    static DEC: Numeric = Numeric::decimal(15, 4);
+    let strategies: [(&str, &'static dyn PositionStrategy); 5] = [
         ("gapped, spacing 1024", &Gapped::DEFAULT),
         ("gapped, spacing 8", &G8),
         ("fractional, cap 64", &F64),
+        ("numeric (float), spacing 65535, min gap 2^-20", &FLOAT),
+        ("decimal NUMERIC(15, 4), spacing 1000", &DEC),
     ];
     for (name, s) in strategies {
         for (pname, policy) in [

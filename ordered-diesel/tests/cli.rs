@@ -237,3 +237,118 @@ fn the_command_writes_tree_and_association_migrations() {
         .unwrap();
     assert!(!bad.status.success());
 }
+
+#[test]
+fn the_command_converts_a_linked_list_and_reports_the_broken_lists() {
+    let dir = std::env::temp_dir().join("ordered-cli-linked");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("app.db");
+    let url = db.to_str().unwrap().to_owned();
+    let mut c = SqliteConnection::establish(&url).unwrap();
+    // list 1: 3 -> 1 -> 2; list 2: a cycle 4 <-> 5
+    c.batch_execute(
+        "CREATE TABLE lists (id INTEGER PRIMARY KEY); INSERT INTO lists VALUES (1), (2);
+         CREATE TABLE steps (id INTEGER PRIMARY KEY, list_id INTEGER NOT NULL, prev_id INTEGER NULL);
+         INSERT INTO steps VALUES (1, 1, 3), (2, 1, 1), (3, 1, NULL), (4, 2, 5), (5, 2, 4);",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ordered-diesel-migration"))
+            .args([
+                "--engine",
+                "sqlite",
+                "--table",
+                "steps",
+                "--scope",
+                "list_id",
+                "--parent",
+                "lists",
+                "--version-column",
+                "version",
+                "--dir",
+            ])
+            .arg(&dir)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // the expand step: a migration folder
+    let out = run(&["--position-column-only"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let folder = std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    c.batch_execute(&std::fs::read_to_string(folder.join("up.sql")).unwrap())
+        .unwrap();
+    // a survey writes nothing and names the cycle
+    let out = run(&["--verify-linked", "prev_id", "--database-url", &url]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("2 lists (5 rows); 1 not one chain"), "{text}");
+    assert!(text.contains("a cycle through 4, 5"), "{text}");
+    let positioned: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+        "(SELECT COUNT(*) FROM steps WHERE position IS NOT NULL)",
+    ))
+    .get_result(&mut c)
+    .unwrap();
+    assert_eq!(positioned, 0);
+    // the conversion converts list 1 in chain order and leaves list 2 alone
+    let out = run(&["--convert-linked", "prev_id", "--database-url", &url]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("converted 1 lists (3 rows); 1 refused"),
+        "{text}"
+    );
+    #[derive(QueryableByName)]
+    struct R {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        id: i64,
+    }
+    let order: Vec<i64> =
+        diesel::sql_query("SELECT id FROM steps WHERE list_id = 1 ORDER BY position")
+            .load::<R>(&mut c)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+    assert_eq!(order, [3, 1, 2]);
+    // repaired, the rest converts: exit status 0
+    c.batch_execute("UPDATE steps SET prev_id = NULL WHERE id = 4")
+        .unwrap();
+    let out = run(&["--convert-linked", "prev_id", "--database-url", &url]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("converted 2 lists (5 rows); 0 refused"),
+        "{text}"
+    );
+    // without a database the run modes are refused
+    let out = run(&["--convert-linked", "prev_id"]);
+    assert!(!out.status.success());
+    // a decimal strategy needs its precision and scale
+    let out = run(&["--strategy", "decimal", "--precision", "12"]);
+    assert!(!out.status.success());
+    let out = run(&[
+        "--strategy",
+        "decimal",
+        "--precision",
+        "12",
+        "--scale",
+        "4",
+        "--name",
+        "dec",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let folder = std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    let up = std::fs::read_to_string(folder.join("up.sql")).unwrap();
+    assert!(up.contains("NUMERIC(12, 4)"), "{up}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

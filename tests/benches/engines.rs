@@ -6,7 +6,7 @@
 //!   cargo bench -p ordered-conformance --features mysql --bench engines [-- --quick]
 //! ```
 //!
-//! Per engine x strategy (gapped, fractional, dense) x workload (append, random
+//! Per engine x strategy (gapped, fractional, numeric, dense) x workload (append, random
 //! position, hot gap, move to front, insert at index, move to index) x size (1k, 10k, 100k; `--quick`: 1k):
 //! - ours (Diesel adapter): ops/s, p50/p99 latency, rows written per op, longest key;
 //!   and the SeaORM and diesel-async adapters for gapped integers at 1k and 10k;
@@ -60,6 +60,7 @@ fn count_statements<C: diesel::Connection>(c: &mut C) {
     });
 }
 static KEYS: Fractional = Fractional::DEFAULT;
+static NUMBERS: ordered_core::Numeric = ordered_core::Numeric::FLOAT;
 
 fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
@@ -136,6 +137,9 @@ fn prepare<C: BenchConn>(c: &mut C, s: &Spec, n: usize, parents: i64) -> Vec<Id>
             .map(|k| format!("'{k}'"))
             .collect(),
         _ if s.strategy.is_dense() => (0..n).map(|i| i.to_string()).collect(),
+        ordered_core::PositionKind::Float => {
+            (1..=n).map(|i| (i as i64 * 65_535).to_string()).collect()
+        }
         _ => (1..=n).map(|i| (i as i64 * 1024).to_string()).collect(),
     };
     for chunk in positions.chunks(1000) {
@@ -943,9 +947,10 @@ fn matrix<C: BenchConn>(
     let mut c = C::open(url);
     count_statements(&mut c);
     let chosen = bench_workloads();
-    let strategies: [(&'static str, &'static dyn PositionStrategy); 3] = [
+    let strategies: [(&'static str, &'static dyn PositionStrategy); 4] = [
         ("gapped", &GAPPED),
         ("fractional", &KEYS),
+        ("numeric", &NUMBERS),
         ("dense", &Dense),
     ];
     for &size in sizes {
