@@ -741,6 +741,31 @@ impl PositionStrategy for Numeric {
             return Ok(None);
         }
         let nf = n as f64;
+        // A window that starts at the first item (a hot gap right after it, or moves to
+        // the front): packed a thirty-second of the spacing apart against its upper
+        // bound, accepted when that takes at most a quarter of the room below it, so
+        // that the start has room again (as gapped integers do)
+        if matches!(mode, SpreadMode::Window)
+            && a.is_none()
+            && let Some(r) = b
+        {
+            let g = self.grid((self.spacing / 32.0).max(2.0 * self.min_gap));
+            if g > 0.0 && (nf + 1.0) * g * 4.0 <= r {
+                let mut out = Vec::with_capacity(n as usize);
+                for i in (1..=n).rev() {
+                    let v = self.grid(r - (i as f64) * g);
+                    match self.pos(v) {
+                        Some(p) if v > 0.0 => out.push(p),
+                        _ => return Ok(None),
+                    }
+                }
+                let apart = out.windows(2).all(|w| w[0] < w[1]);
+                if apart {
+                    return Ok(Some(Spread::Explicit(out)));
+                }
+            }
+            return Ok(None);
+        }
         let l = a.unwrap_or(0.0);
         let r = match b {
             Some(b) => b,
