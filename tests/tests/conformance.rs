@@ -538,43 +538,34 @@ fn ddl(d: Dialect, s: &Spec, schema: Schema) -> Vec<String> {
 /// adoption migration.
 fn app_table(d: Dialect, s: &Spec, adopt: bool, numbers: Numbers) -> Vec<String> {
     let q = |x: &str| sql::quote(d, x);
-    if numbers == Numbers::Trello {
-        let float = match d {
-            Dialect::Postgres => "DOUBLE PRECISION",
-            Dialect::Mysql => "DOUBLE",
-            Dialect::Sqlite => "REAL",
-        };
-        let mut out = vec![format!(
-            "CREATE TABLE {} ({} {}, {} BIGINT NOT NULL, {} VARCHAR(20) NOT NULL DEFAULT '', {} {float} NULL)",
-            q(s.table),
-            q("id"),
-            ordered_core::migration::serial_primary_key(d),
-            q("parent_id"),
-            q("title"),
-            q("position")
-        )];
-        for (parent, position) in [
-            (1, "65535"),
-            (1, "131070"),
-            (1, "98302.5"),
-            (1, "114686.25"),
-            (1, "196605"),
-            (2, "65535"),
-            (2, "65535"),
-            (2, "-1"),
-            (2, "NULL"),
-        ] {
-            out.push(format!(
-                "INSERT INTO {} ({}, {}) VALUES ({parent}, {position})",
-                q(s.table),
-                q("parent_id"),
-                q("position")
-            ));
-        }
-        return out;
-    }
+    // the app's column: a nullable integer, or a Trello-style float
+    let (column, seeds): (&str, &[(i64, &str)]) = if numbers == Numbers::Trello {
+        (
+            match d {
+                Dialect::Postgres => "DOUBLE PRECISION",
+                Dialect::Mysql => "DOUBLE",
+                Dialect::Sqlite => "REAL",
+            },
+            &[
+                (1, "65535"),
+                (1, "131070"),
+                (1, "98302.5"),
+                (1, "114686.25"),
+                (1, "196605"),
+                (2, "65535"),
+                (2, "65535"),
+                (2, "-1"),
+                (2, "NULL"),
+            ],
+        )
+    } else {
+        (
+            "INTEGER",
+            &[(1, "5"), (1, "5"), (1, "NULL"), (1, "0"), (2, "3")],
+        )
+    };
     let mut out = vec![format!(
-        "CREATE TABLE {} ({} {}, {} BIGINT NOT NULL, {} VARCHAR(20) NOT NULL DEFAULT '', {} INTEGER NULL)",
+        "CREATE TABLE {} ({} {}, {} BIGINT NOT NULL, {} VARCHAR(20) NOT NULL DEFAULT '', {} {column} NULL)",
         q(s.table),
         q("id"),
         ordered_core::migration::serial_primary_key(d),
@@ -582,7 +573,7 @@ fn app_table(d: Dialect, s: &Spec, adopt: bool, numbers: Numbers) -> Vec<String>
         q("title"),
         q("position")
     )];
-    for (parent, position) in [(1, "5"), (1, "5"), (1, "NULL"), (1, "0"), (2, "3")] {
+    for (parent, position) in seeds {
         out.push(format!(
             "INSERT INTO {} ({}, {}) VALUES ({parent}, {position})",
             q(s.table),
