@@ -23,5 +23,6 @@ mod links;
 mod live;
 mod lock_rows;
 mod migrations;
+mod numeric;
 mod retries;
 mod tree;
