@@ -13,7 +13,6 @@
 
 use crate::common::*;
 
-use diesel::connection::SimpleConnection;
 use ordered_diesel::{Id, Numeric, OrderingError, Placement, RebalancePolicy};
 
 static FLOATS: Numeric = Numeric::FLOAT;
