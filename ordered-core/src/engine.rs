@@ -1057,13 +1057,12 @@ impl Operation {
             Awaiting::Read(q) => match reply {
                 Reply::Rows(rows) => self.reads.insert(*q, rows),
                 Reply::Links(rows) => {
-                    let wire = sql::Wire::of(&self.spec);
-                    let rows = rows
+                    let rows = sql::Wire::of(&self.spec)
+                        .links(rows)
+                        .map_err(|e| Error::Inconsistent(e.to_string()))?
                         .into_iter()
-                        .map(|(id, parent, link)| wire.link_row(&id, &parent, link.as_deref()))
-                        .map(|r| r.map(|(id, _, link)| (id, link)))
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(|e| Error::Inconsistent(e.to_string()))?;
+                        .map(|(id, _, link)| (id, link))
+                        .collect();
                     self.reads.insert_links(*q, rows);
                 }
                 other => return Err(unexpected("rows", &other)),

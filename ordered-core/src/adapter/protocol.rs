@@ -1304,14 +1304,10 @@ impl<E: DbFailure> Protocol<E> {
             (Job::Verify(_), Reply::Rows(rows)) => {
                 Ok(Finished::Report(verify::verify(spec, &rows)))
             }
-            (Job::Links { link, .. }, Reply::Links(rows)) => {
-                let wire = sql::Wire::of(spec);
-                rows.into_iter()
-                    .map(|(id, parent, to)| wire.link_row(&id, &parent, to.as_deref()))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| Error::Inconsistent(e.to_string()))
-                    .map(|rows| Finished::Links(crate::linked::survey(rows, *link)))
-            }
+            (Job::Links { link, .. }, Reply::Links(rows)) => sql::Wire::of(spec)
+                .links(rows)
+                .map_err(|e| Error::Inconsistent(e.to_string()))
+                .map(|rows| Finished::Links(crate::linked::survey(rows, *link))),
             (Job::ListVersioned(parent), reply) => {
                 Listing::from_reply(spec, *parent, reply).map(Finished::Listing)
             }

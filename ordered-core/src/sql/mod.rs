@@ -330,6 +330,16 @@ impl Wire {
         Ok((row.id, row.parent, link))
     }
 
+    /// Every row of a [`Returns::Links`] reply, parsed with [`Wire::link_row`].
+    pub fn links(
+        &self,
+        rows: Vec<(String, String, Option<String>)>,
+    ) -> Result<Vec<(Id, Id, Option<Id>)>, DecodeError> {
+        rows.into_iter()
+            .map(|(id, parent, to)| self.link_row(&id, &parent, to.as_deref()))
+            .collect()
+    }
+
     /// A parent key (a parent row's `o_id`) handed back as text.
     pub fn parent_key(&self, s: &str) -> Result<Id, DecodeError> {
         parse_key(self.parent, s)
